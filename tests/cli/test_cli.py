@@ -1,0 +1,127 @@
+"""End-to-end runs of the commands users type, each in its own process."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def tachyflow(*arguments, timeout=120, env=None):
+    environment = dict(os.environ, **(env or {}))
+    # The tests themselves may run under a launcher; the commands must not inherit that.
+    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
+        environment.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "tachyflow", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+    )
+
+
+def test_help_lists_the_commands():
+    result = tachyflow("--help")
+    assert result.returncode == 0
+    for command in ("info", "bench", "report"):
+        assert command in result.stdout
+    assert tachyflow("bench", "transpose", "--help").returncode == 0
+    assert "usage" in tachyflow("bench", "transpose", "--help").stdout
+
+
+def test_info_reports_mpi_and_versions():
+    result = tachyflow("info", "--json")
+    assert result.returncode == 0, result.stderr
+    details = json.loads(result.stdout)
+    assert details["ranks"] == 1
+    assert "MPI" in details["mpi_library"] or "mpi" in details["mpi_library"].lower()
+    assert details["packages"]["mpi4py"] is not None
+
+
+def test_dash_n_self_launches_under_mpiexec():
+    result = tachyflow("info", "-n", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    details = json.loads(result.stdout)  # rank 0 alone printed
+    assert details["ranks"] == 2
+    assert details["ranks_per_node"] == 2
+
+
+def test_bench_transpose_and_report_end_to_end(tmp_path):
+    result = tachyflow(
+        "bench",
+        "transpose",
+        "-n",
+        "2",
+        "--grid",
+        "16",
+        "12",
+        "8",
+        "--repeats",
+        "3",
+        "--warmup",
+        "1",
+        "-o",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tachyflow-alltoallv" in result.stdout
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["transpose_16x12x8_2x1_float64.json", "transpose_16x12x8_2x1_float64.png"]
+    document = json.loads((tmp_path / written[0]).read_text())
+    assert document["mpi"]["ranks"] == 2
+    assert all(entry["verified"] for entry in document["results"])
+    report = tachyflow("report", str(tmp_path))
+    assert report.returncode == 0, report.stderr
+    assert "data:image/png;base64," in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ("bench", "transpose", "-n", "2", "--proc-grid", "3x1", "--grid", "4", "4", "4"),
+            "proc_grid 3x1 has 3 ranks but the communicator has 2",
+        ),
+        (("bench", "transpose", "--grid", "0", "4", "4"), "expected a positive integer"),
+        (("bench", "transpose", "--proc-grid", "two"), "ROWSxCOLS"),
+        (("report", "/nonexistent/folder"), "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_two(arguments, message):
+    started = time.monotonic()
+    result = tachyflow(*arguments, timeout=60)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(error_lines) == 1, result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_exception_on_one_rank_aborts_the_whole_job_quickly():
+    script = (
+        "from tachyflow import runtime\n"
+        "comm = runtime.world()\n"
+        "try:\n"
+        "    if comm.rank == 1:\n"
+        "        raise RuntimeError('only rank 1 fails')\n"
+        "    comm.Barrier()\n"
+        "except Exception as error:\n"
+        "    runtime.abort_on_exception(error)\n"
+    )
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(BIN / "mpiexec"), "-n", "3", sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, MPIEXEC_TIMEOUT="50"),
+    )
+    assert result.returncode != 0
+    assert "tachyflow: error on rank 1: RuntimeError: only rank 1 fails" in result.stderr
+    assert time.monotonic() - started < 30

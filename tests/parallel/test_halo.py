@@ -1,0 +1,72 @@
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+from pytest_mpi import parallel_assert
+
+from tachyflow.errors import DecompositionError
+from tachyflow.parallel import HaloExchange, PencilDecomposition, process_grids
+from tests.conftest import index_array
+
+HALO_SHAPES = [(8, 8, 8), (7, 5, 3), (2, 3, 1), (6, 2, 5), (1, 4, 3)]
+PERIODICITY = [(True, True, True), (False, True, False), (False, False, False)]
+
+
+def expected_ghosted(reference, pencil, width, periodic, corners):
+    """The ghosted local array, built directly from the global array (NaN = untouched)."""
+    shape = reference.shape
+    ghosted = np.full([n + 2 * width for n in pencil.shape], np.nan)
+    index = []
+    for axis in range(3):
+        cells = np.arange(pencil.start[axis] - width, pencil.stop[axis] + width)
+        index.append(cells)
+    for position in itertools.product(*(range(n) for n in ghosted.shape)):
+        cell = [index[axis][position[axis]] for axis in range(3)]
+        ghost_axes = sum(not (width <= position[a] < width + pencil.shape[a]) for a in range(3))
+        if ghost_axes > 1 and not corners:
+            continue
+        if all(periodic[a] or 0 <= cell[a] < shape[a] for a in range(3)):
+            ghosted[position] = reference[tuple(c % n for c, n in zip(cell, shape, strict=True))]
+    return ghosted
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_ghosts_hold_exactly_the_neighbours_values():
+    comm = MPI.COMM_WORLD
+    failures = []
+    for shape, periodic in itertools.product(HALO_SHAPES, PERIODICITY):
+        reference = index_array(shape)
+        for grid in process_grids(comm.size):
+            with PencilDecomposition(shape, grid, comm, periodic=periodic) as decomposition:
+                for orientation, width, corners in itertools.product("xyz", (1, 2), (False, True)):
+                    if any(p and n < width for p, n in zip(periodic, shape, strict=True)):
+                        continue
+                    halo = HaloExchange(decomposition, orientation, width, corners)
+                    array = halo.allocate()
+                    array[...] = np.nan
+                    halo.interior(array)[...] = decomposition.scatter_global(
+                        reference, orientation
+                    )
+                    halo.exchange(array)
+                    expected = expected_ghosted(
+                        reference, decomposition.pencils[orientation], width, periodic, corners
+                    )
+                    if not np.array_equal(array, expected, equal_nan=True):
+                        failures.append((shape, periodic, grid, orientation, width, corners))
+    parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
+
+
+@pytest.mark.parallel([2, 3])
+def test_halo_bad_input_raises_on_every_rank():
+    comm = MPI.COMM_WORLD
+    with PencilDecomposition((4, 2, 4), None, comm) as decomposition:
+        with pytest.raises(
+            DecompositionError, match="axis y has 2 cells, fewer than the halo width 3"
+        ):
+            HaloExchange(decomposition, "x", width=3)
+        with pytest.raises(ValueError, match="halo width must be a positive integer, got 0"):
+            HaloExchange(decomposition, "x", width=0)
+        halo = HaloExchange(decomposition, "z", width=1)
+        with pytest.raises(ValueError, match="ghosted z-pencils of width 1"):
+            halo.exchange(decomposition.zeros("z"))

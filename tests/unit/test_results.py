@@ -1,0 +1,76 @@
+import json
+
+import pytest
+from mpi4py import MPI
+
+from tachyflow.bench.report import write_report
+from tachyflow.bench.results import (
+    new_results,
+    read_results,
+    replacing,
+    summarize,
+    write_json,
+)
+
+
+def test_summarize_reports_median_and_min():
+    summary = summarize([3.0, 1.0, 2.0, 10.0])
+    assert summary["median"] == 2.5
+    assert summary["min"] == 1.0
+    assert summary["max"] == 10.0
+    assert summary["samples"] == [3.0, 1.0, 2.0, 10.0]
+
+
+def test_results_document_carries_the_context_design_requires():
+    document = new_results("demo", {"size": 3}, MPI.COMM_SELF)
+    for key in (
+        "tachyflow",
+        "benchmark",
+        "created",
+        "machine",
+        "mpi",
+        "git",
+        "params",
+        "results",
+        "peers",
+        "versions",
+    ):
+        assert key in document
+    assert {"host", "cores", "load_avg", "memory"} <= document["machine"].keys()
+    assert {"library", "ranks", "ranks_per_node"} <= document["mpi"].keys()
+    assert document["mpi"]["ranks"] == 1
+    assert "MPI" in document["mpi"]["library"] or "mpi" in document["mpi"]["library"].lower()
+
+
+def test_write_json_is_atomic_and_leaves_no_temporary(tmp_path):
+    path = write_json(tmp_path / "out.json", {"tachyflow": "0", "benchmark": "x", "v": 1})
+    assert read_results(path)["v"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_replacing_keeps_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "keep.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), replacing(target) as temporary:
+        temporary.write_text("half")
+        raise RuntimeError("disk full")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_read_results_rejects_other_json(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ValueError, match="not a tachyflow results file"):
+        read_results(other)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read_results(broken)
+
+
+def test_report_needs_results(tmp_path):
+    with pytest.raises(ValueError, match="no tachyflow results files"):
+        write_report(tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        write_report(tmp_path / "missing")
