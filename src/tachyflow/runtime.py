@@ -99,7 +99,11 @@ def make_console(stderr: bool = False) -> Console:
         return Console(quiet=True)
     if columns:
         return Console(stderr=stderr, force_terminal=True, width=int(columns))
-    return Console(stderr=stderr)
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        # Tables written to a file or pipe would otherwise be cut to 80 columns.
+        console.width = 120
+    return console
 
 
 @contextlib.contextmanager

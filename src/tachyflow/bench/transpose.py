@@ -33,31 +33,42 @@ def index_field(shape, start, stop, global_shape, dtype) -> np.ndarray:
     return np.ascontiguousarray(values.reshape(shape), dtype=dtype)
 
 
-def _our_candidate(decomposition, dtype, method):
-    """Round trip with our Transposer; returns (run, verified)."""
-    transposer = Transposer(decomposition, dtype, method)
-    pencils = decomposition.pencils
-    field = {
-        o: index_field(p.shape, p.start, p.stop, decomposition.global_shape, dtype)
-        for o, p in pencils.items()
-    }
-    x_in = field["x"]
-    y_mid, z_mid = decomposition.zeros("y", dtype), decomposition.zeros("z", dtype)
-    y_back, x_out = decomposition.zeros("y", dtype), decomposition.zeros("x", dtype)
+def _round_trip(steps, expected):
+    """A verified round trip x→y→z→y→x.
+
+    ``steps`` are the four moves ``(x→y, y→z, z→y, y→x)``, each ``move(source, out)``;
+    ``expected`` maps each orientation to this rank's exact piece of the index field.
+    Returns ``(run, verified)``.
+    """
+    x_to_y, y_to_z, z_to_y, y_to_x = steps
+    x_in = expected["x"]
+    y_mid, z_mid = np.zeros_like(expected["y"]), np.zeros_like(expected["z"])
+    y_back, x_out = np.zeros_like(expected["y"]), np.zeros_like(x_in)
 
     def run():
-        transposer.x_to_y(x_in, y_mid)
-        transposer.y_to_z(y_mid, z_mid)
-        transposer.z_to_y(z_mid, y_back)
-        transposer.y_to_x(y_back, x_out)
+        x_to_y(x_in, y_mid)
+        y_to_z(y_mid, z_mid)
+        z_to_y(z_mid, y_back)
+        y_to_x(y_back, x_out)
 
     run()
     verified = (
-        np.array_equal(y_mid, field["y"])
-        and np.array_equal(z_mid, field["z"])
+        np.array_equal(y_mid, expected["y"])
+        and np.array_equal(z_mid, expected["z"])
         and np.array_equal(x_out, x_in)
     )
     return run, verified
+
+
+def _our_candidate(decomposition, dtype, method):
+    """Round trip with our Transposer; returns (run, verified)."""
+    transposer = Transposer(decomposition, dtype, method)
+    expected = {
+        o: index_field(p.shape, p.start, p.stop, decomposition.global_shape, dtype)
+        for o, p in decomposition.pencils.items()
+    }
+    steps = (transposer.x_to_y, transposer.y_to_z, transposer.z_to_y, transposer.y_to_x)
+    return _round_trip(steps, expected)
 
 
 def _peer_candidate(comm, global_shape, proc_grid, dtype):
@@ -73,27 +84,14 @@ def _peer_candidate(comm, global_shape, proc_grid, dtype):
     pencil_z = pencil_y.pencil(2)
     transfer_xy = pencil_x.transfer(pencil_y, dtype)
     transfer_yz = pencil_y.transfer(pencil_z, dtype)
-
-    def field(pencil):
+    expected = {}
+    for orientation, pencil in zip("xyz", (pencil_x, pencil_y, pencil_z), strict=True):
         stop = [s + n for s, n in zip(pencil.substart, pencil.subshape, strict=True)]
-        return index_field(pencil.subshape, pencil.substart, stop, global_shape, dtype)
-
-    x_in = field(pencil_x)
-    y_mid, z_mid = np.zeros(pencil_y.subshape, dtype), np.zeros(pencil_z.subshape, dtype)
-    y_back, x_out = np.zeros(pencil_y.subshape, dtype), np.zeros(pencil_x.subshape, dtype)
-
-    def run():
-        transfer_xy.forward(x_in, y_mid)
-        transfer_yz.forward(y_mid, z_mid)
-        transfer_yz.backward(z_mid, y_back)
-        transfer_xy.backward(y_back, x_out)
-
-    run()
-    verified = (
-        np.array_equal(y_mid, field(pencil_y))
-        and np.array_equal(z_mid, field(pencil_z))
-        and np.array_equal(x_out, x_in)
-    )
+        expected[orientation] = index_field(
+            pencil.subshape, pencil.substart, stop, global_shape, dtype
+        )
+    steps = (transfer_xy.forward, transfer_yz.forward, transfer_yz.backward, transfer_xy.backward)
+    run, verified = _round_trip(steps, expected)
 
     def cleanup():
         transfer_xy.destroy()
