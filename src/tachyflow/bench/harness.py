@@ -9,9 +9,11 @@ shared machine hits all of them alike and their ratio stays meaningful.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from mpi4py import MPI
 
+from tachyflow.bench.results import summarize
 from tachyflow.runtime import progress_bar
 
 
@@ -56,3 +58,60 @@ def time_interleaved(
                 samples[name].append(comm.allreduce(elapsed, op=MPI.MAX))
                 advance(1)
     return samples
+
+
+@dataclass
+class Candidate:
+    """One thing to time: ours or a peer's, already checked for a correct answer.
+
+    ``run`` is collective and takes no argument; ``verified`` is this rank's verdict of
+    the candidate's answer (combined over ranks by :func:`measure`); ``details`` are
+    copied into its results entry (e.g. a peer's version).
+    """
+
+    name: str
+    run: Callable[[], object]
+    verified: bool
+    peer: bool = False
+    details: dict = field(default_factory=dict)
+
+
+PEER_INSTALL_HINT = "not installed: `make bench` installs it (pip extra 'bench')"
+
+
+def measure(
+    document: dict,
+    candidates: list[Candidate],
+    comm,
+    repeats: int,
+    warmup: int,
+    description: str,
+    bytes_moved: int | None = None,
+) -> dict:
+    """Time the verified candidates interleaved and record them in ``document`` (collective).
+
+    A candidate whose answer is wrong on any rank is recorded with ``verified: false`` and
+    never timed. Ours go to ``results``, peers to ``peers``; every verified result gets
+    ``speedup_vs_peer`` (the first verified peer's median over its own) and, when
+    ``bytes_moved`` is given, ``bandwidth`` in bytes per second.
+    """
+    verified = {c.name: comm.allreduce(bool(c.verified), op=MPI.LAND) for c in candidates}
+    samples = time_interleaved(
+        {c.name: c.run for c in candidates if verified[c.name]},
+        comm,
+        repeats,
+        warmup,
+        description=description,
+    )
+    for candidate in candidates:
+        entry = {"name": candidate.name, "verified": verified[candidate.name], **candidate.details}
+        if verified[candidate.name]:
+            entry.update(summarize(samples[candidate.name]))
+            if bytes_moved is not None:
+                entry["bandwidth"] = bytes_moved / entry["median"]
+        document["peers" if candidate.peer else "results"].append(entry)
+    peer = next((p for p in document["peers"] if p["verified"]), None)
+    for entry in document["results"]:
+        if peer is not None and entry["verified"]:
+            entry["speedup_vs_peer"] = peer["median"] / entry["median"]
+    return document

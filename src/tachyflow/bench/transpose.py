@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.bench.harness import time_interleaved
+from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import plot_samples
-from tachyflow.bench.results import new_results, summarize, write_json
+from tachyflow.bench.results import new_results, write_json
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.transpose import METHODS
 
@@ -146,41 +146,30 @@ def run_transpose_benchmark(
         "local_shapes": {o: list(decomposition.local_shape(o)) for o in "xyz"},
     }
     document = new_results("transpose", params, comm)
-    candidates, verified, cleanups = {}, {}, []
+    candidates, cleanups = [], []
     for method in methods:
         run, ok = _our_candidate(decomposition, dtype, method)
-        candidates[f"tachyflow-{method}"] = run
-        verified[f"tachyflow-{method}"] = ok
-    peer_version = None
+        candidates.append(Candidate(f"tachyflow-{method}", run, ok))
     if peer and peer_available():
         run, ok, cleanup, peer_version = _peer_candidate(
             comm, decomposition.global_shape, decomposition.proc_grid, dtype
         )
-        candidates[PEER_NAME] = run
-        verified[PEER_NAME] = ok
+        candidates.append(
+            Candidate(PEER_NAME, run, ok, peer=True, details={"version": peer_version})
+        )
         cleanups.append(cleanup)
     elif peer:
-        document["peers_missing"] = {
-            PEER_NAME: "not installed: `make bench` installs it (pip extra 'bench' + libfftw3-dev)"
-        }
-    verified = {name: comm.allreduce(bool(ok), op=MPI.LAND) for name, ok in verified.items()}
-    timed = {name: run for name, run in candidates.items() if verified[name]}
+        document["peers_missing"] = {PEER_NAME: PEER_INSTALL_HINT + " and libfftw3-dev"}
     shape_text = "x".join(map(str, decomposition.global_shape))
-    samples = time_interleaved(timed, comm, repeats, warmup, description=f"transpose {shape_text}")
-    for name in candidates:
-        entry = {"name": name, "verified": verified[name]}
-        if verified[name]:
-            entry.update(summarize(samples[name]))
-            entry["bandwidth"] = 4 * global_bytes / entry["median"]
-        if name == PEER_NAME:
-            entry["version"] = peer_version
-            document["peers"].append(entry)
-        else:
-            document["results"].append(entry)
-    peer_entry = next((p for p in document["peers"] if p.get("verified")), None)
-    for entry in document["results"]:
-        if peer_entry is not None and entry.get("verified"):
-            entry["speedup_vs_peer"] = peer_entry["median"] / entry["median"]
+    measure(
+        document,
+        candidates,
+        comm,
+        repeats,
+        warmup,
+        f"transpose {shape_text}",
+        bytes_moved=4 * global_bytes,
+    )
     for cleanup in cleanups:
         cleanup()
     decomposition.free()

@@ -1,0 +1,154 @@
+"""``tachyflow bench poisson``: the pressure Poisson solve against an FFT round trip.
+
+Ours: :class:`~tachyflow.solvers.poisson.PoissonSolver` on a channel grid (x, z periodic,
+walls in y), fields in y-pencils. Verified first on an exact discrete eigenfunction
+``cos(2πx/Lx) cos(πy/Ly) cos(2πz/Lz)`` of the operator, whose solution is known in closed
+form. The peer is mpi4py-fft's ``PFFT`` forward + backward real-to-complex transform of
+the same grid on the same process grid (FFTW; all three directions), verified by the
+round trip returning its input: the transform work a spectral Poisson solver does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
+from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.results import new_results
+from tachyflow.bench.transpose import peer_available
+from tachyflow.numerics import fft
+from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.parallel import PencilDecomposition
+from tachyflow.solvers.poisson import PoissonSolver
+
+PEER_NAME = "mpi4py-fft"
+LENGTHS = (2 * np.pi, 2.0, np.pi)
+
+
+def eigenfunction(decomposition: PencilDecomposition, grid: StaggeredGrid):
+    """Local y-pencil of an exact eigenfunction of the discrete operator, and its eigenvalue.
+
+    Uniform walled y: ``cos(π y / Ly)`` at cell centres is an eigenvector of the Neumann
+    second difference with eigenvalue ``-(2 - 2 cos(π / ny)) / h²``.
+    """
+    pencil = decomposition.pencils["y"]
+    nx, ny, nz = grid.shape
+    x = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * grid.spacing_x
+    z = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * grid.spacing_z
+    y = grid.centres_y
+    field = (
+        np.cos(2 * np.pi * x / grid.lengths[0])[:, None, None]
+        * np.cos(np.pi * y / grid.lengths[1])[None, :, None]
+        * np.cos(2 * np.pi * z / grid.lengths[2])[None, None, :]
+    )
+    spacing_y = grid.lengths[1] / ny
+    eigenvalue = (
+        fft.laplacian_eigenvalues(nx, grid.spacing_x)[1]
+        + fft.laplacian_eigenvalues(nz, grid.spacing_z)[1]
+        - (2.0 - 2.0 * np.cos(np.pi / ny)) / spacing_y**2
+    )
+    return np.ascontiguousarray(field), eigenvalue
+
+
+def _our_candidate(decomposition, grid) -> Candidate:
+    solver = PoissonSolver(decomposition, grid)
+    solution, eigenvalue = eigenfunction(decomposition, grid)
+    rhs = eigenvalue * solution
+    out = np.empty_like(rhs)
+    solver.solve(rhs, out)
+    error = float(np.abs(out - solution).max(initial=0.0))
+    return Candidate(
+        "tachyflow-poisson",
+        lambda: solver.solve(rhs, out),
+        error < 1e-10,
+        details={"max_error": error},
+    )
+
+
+def _peer_candidate(comm, shape, proc_grid):
+    import mpi4py_fft
+    from mpi4py_fft import PFFT, newDistArray
+
+    transform = PFFT(comm, shape, axes=(0, 1, 2), dtype=np.float64, grid=proc_grid)
+    physical = newDistArray(transform, False)
+    spectral = newDistArray(transform, True)
+    back = newDistArray(transform, False)
+    physical[:] = np.random.default_rng(comm.Get_rank()).standard_normal(physical.shape)
+
+    def run():
+        transform.forward(physical, spectral)
+        transform.backward(spectral, back)
+
+    run()
+    error = float(np.abs(back - physical).max(initial=0.0))
+    candidate = Candidate(
+        PEER_NAME,
+        run,
+        error < 1e-10,
+        peer=True,
+        details={"version": mpi4py_fft.__version__, "max_error": error},
+    )
+    return candidate, transform.destroy
+
+
+def run_poisson_benchmark(
+    global_shape, proc_grid=None, repeats=10, warmup=2, peer=True, comm=None
+) -> dict:
+    """Measure Poisson solves; return the results document (collective over ``comm``)."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    decomposition = PencilDecomposition(
+        global_shape, proc_grid, comm, periodic=(True, False, True)
+    )
+    grid = StaggeredGrid(decomposition.global_shape, LENGTHS, periodic_y=False)
+    params = {
+        "global_shape": list(decomposition.global_shape),
+        "proc_grid": list(decomposition.proc_grid),
+        "dtype": "float64",
+        "repeats": repeats,
+        "warmup": warmup,
+        "operation": "Poisson solve (FFT x, z; TDMA y); peer: r2c FFT forward+backward",
+        "boundaries": "x, z periodic; y walls (Neumann)",
+    }
+    document = new_results("poisson", params, comm)
+    candidates = [_our_candidate(decomposition, grid)]
+    cleanups = []
+    if peer and peer_available():
+        candidate, cleanup = _peer_candidate(
+            comm, decomposition.global_shape, decomposition.proc_grid
+        )
+        candidates.append(candidate)
+        cleanups.append(cleanup)
+    elif peer:
+        document["peers_missing"] = {PEER_NAME: PEER_INSTALL_HINT + " and libfftw3-dev"}
+    shape_text = "x".join(map(str, decomposition.global_shape))
+    measure(document, candidates, comm, repeats, warmup, f"poisson {shape_text}")
+    for cleanup in cleanups:
+        cleanup()
+    decomposition.free()
+    return document
+
+
+def stem(document: dict) -> str:
+    """File name stem: ``poisson_128x128x128_2x1``."""
+    params = document["params"]
+    return (
+        "poisson_"
+        + "x".join(map(str, params["global_shape"]))
+        + "_"
+        + "x".join(map(str, params["proc_grid"]))
+    )
+
+
+def plot(document: dict, path):
+    """Box plot of solve times and the peer's round trips."""
+    params = document["params"]
+    shape = "×".join(map(str, params["global_shape"]))
+    grid = "×".join(map(str, params["proc_grid"]))
+    title = (
+        f"Poisson solve vs FFT round trip, {shape}, {document['mpi']['ranks']} ranks ({grid} grid)"
+    )
+    return plot_samples(
+        document, path, title, "time per solve / round trip [ms]", peer_name=PEER_NAME
+    )

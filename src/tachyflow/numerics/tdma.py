@@ -1,0 +1,139 @@
+"""Batched tridiagonal (Thomas) solves along the middle axis of 3D arrays.
+
+The systems share one set of bands ``lower``, ``diagonal``, ``upper`` (length ``n``) and
+differ by a per-line shift of the diagonal, which is how the pressure Poisson equation
+looks after Fourier transforms in the other two directions (seed 000: FFT in two
+directions, TDMA in the third). The innermost loop runs over the last, contiguous axis,
+so a whole plane of systems is swept at once.
+
+``periodic=True`` solves cyclic systems (``lower[0]`` couples the first unknown to the
+last, ``upper[-1]`` the last to the first) with the Sherman–Morrison formula. A *pinned*
+line has its first unknown fixed to zero: it makes the singular zero mode of a Neumann
+or periodic Poisson problem solvable (the solution is then defined up to a constant).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _solve_open(lower, diagonal, upper, shift, pinned, rhs, factor):  # pragma: no cover
+    n0, n, n2 = rhs.shape
+    for i in range(n0):
+        for k in range(n2):
+            if pinned[i, k]:
+                factor[0, k] = 0.0
+                rhs[i, 0, k] = 0.0
+            else:
+                pivot = diagonal[0] + shift[i, k]
+                factor[0, k] = upper[0] / pivot
+                rhs[i, 0, k] = rhs[i, 0, k] / pivot
+        for j in range(1, n):
+            for k in range(n2):
+                pivot = diagonal[j] + shift[i, k] - lower[j] * factor[j - 1, k]
+                factor[j, k] = upper[j] / pivot
+                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) / pivot
+        for j in range(n - 2, -1, -1):
+            for k in range(n2):
+                rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
+
+
+@numba.njit(cache=True)
+def _solve_cyclic(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pragma: no cover
+    # Sherman–Morrison: A = T + u v^T with u = (gamma, 0, ..., 0, upper[-1]),
+    # v = (1, 0, ..., 0, lower[0] / gamma); T is A with the corners folded into its diagonal.
+    n0, n, n2 = rhs.shape
+    alpha = lower[0]
+    beta = upper[n - 1]
+    for i in range(n0):
+        for k in range(n2):
+            gamma = -(diagonal[0] + shift[i, k])
+            if pinned[i, k]:
+                # x[0] = 0 removes both corner couplings: an open system.
+                factor[0, k] = 0.0
+                rhs[i, 0, k] = 0.0
+                z[0, k] = 0.0
+            else:
+                pivot = diagonal[0] + shift[i, k] - gamma
+                factor[0, k] = upper[0] / pivot
+                rhs[i, 0, k] = rhs[i, 0, k] / pivot
+                z[0, k] = gamma / pivot
+        for j in range(1, n):
+            last = j == n - 1
+            for k in range(n2):
+                diagonal_j = diagonal[j] + shift[i, k]
+                if last and not pinned[i, k]:
+                    gamma = -(diagonal[0] + shift[i, k])
+                    diagonal_j -= alpha * beta / gamma
+                pivot = diagonal_j - lower[j] * factor[j - 1, k]
+                factor[j, k] = upper[j] / pivot
+                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) / pivot
+                source = beta if last else 0.0
+                z[j, k] = (source - lower[j] * z[j - 1, k]) / pivot
+        for j in range(n - 2, -1, -1):
+            for k in range(n2):
+                rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
+                z[j, k] -= factor[j, k] * z[j + 1, k]
+        for k in range(n2):
+            if not pinned[i, k]:
+                gamma = -(diagonal[0] + shift[i, k])
+                numerator = rhs[i, 0, k] + alpha * rhs[i, n - 1, k] / gamma
+                denominator = 1.0 + z[0, k] + alpha * z[n - 1, k] / gamma
+                scale = numerator / denominator
+                for j in range(n):
+                    rhs[i, j, k] -= scale * z[j, k]
+
+
+def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None, periodic=False):
+    """Solve ``n0 * n2`` tridiagonal systems along axis 1 of ``rhs``, in place.
+
+    Row ``j`` of the system of line ``(i, k)`` reads
+    ``lower[j] x[j-1] + (diagonal[j] + shift[i, k]) x[j] + upper[j] x[j+1] = rhs[i, j, k]``.
+
+    Parameters
+    ----------
+    lower, diagonal, upper : array of shape (n,)
+        Bands. ``lower[0]`` and ``upper[-1]`` are ignored unless ``periodic``, where they
+        are the corner couplings.
+    rhs : float64 or complex128 array of shape (n0, n, n2)
+        Right-hand sides; overwritten with the solutions and returned. Complex right-hand
+        sides (Fourier modes) are solved with the same real bands.
+    shift : array of shape (n0, n2), optional
+        Added to the diagonal of each line (default 0).
+    pinned : bool array of shape (n0, n2), optional
+        Lines whose first unknown is set to 0 (for singular zero modes).
+    periodic : bool
+        Cyclic systems, solved with Sherman–Morrison (needs ``n >= 3``).
+    """
+    rhs = np.asarray(rhs)
+    if rhs.ndim != 3 or rhs.dtype not in (np.float64, np.complex128):
+        raise TypeError(
+            f"rhs must be a 3D float64 or complex128 array, got {rhs.ndim}D {rhs.dtype}"
+        )
+    n0, n, n2 = rhs.shape
+    bands = [np.ascontiguousarray(band, dtype=np.float64) for band in (lower, diagonal, upper)]
+    for name, band in zip(("lower", "diagonal", "upper"), bands, strict=True):
+        if band.shape != (n,):
+            raise ValueError(f"{name} band has shape {band.shape}, expected ({n},)")
+    shift = np.zeros((n0, n2)) if shift is None else np.ascontiguousarray(shift, np.float64)
+    pinned = (
+        np.zeros((n0, n2), dtype=np.bool_)
+        if pinned is None
+        else np.ascontiguousarray(pinned, dtype=np.bool_)
+    )
+    if shift.shape != (n0, n2) or pinned.shape != (n0, n2):
+        raise ValueError(
+            f"shift {shift.shape} and pinned {pinned.shape} must have shape ({n0}, {n2})"
+        )
+    if rhs.size == 0:
+        return rhs
+    factor = np.empty((n, n2))
+    if periodic:
+        if n < 3:
+            raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
+        _solve_cyclic(*bands, shift, pinned, rhs, factor, np.empty((n, n2)))
+    else:
+        _solve_open(*bands, shift, pinned, rhs, factor)
+    return rhs

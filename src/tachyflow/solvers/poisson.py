@@ -1,0 +1,200 @@
+"""Direct pressure Poisson solver: FFT in x and z, tridiagonal solves in y (seed 000, CaNS).
+
+The discrete operator is the second-order finite-volume Laplacian of the staggered grid
+(:class:`~tachyflow.numerics.grid.StaggeredGrid`): periodic and uniform in x and z,
+periodic or walled (zero normal gradient) and possibly stretched in y. A real FFT in z
+and a complex FFT in x diagonalise the x and z parts exactly (modified wavenumbers),
+leaving one tridiagonal system in y per Fourier mode; the solve inverts the discrete
+operator to round-off.
+
+Data flow, for fields held as y-pencils (the half spectrum in z, ``nz // 2 + 1`` modes,
+has a decomposition of its own with the same process grid)::
+
+    y-pencil [y→z] r2c z [z→y] --y→x--> c2c x --x→y--> TDMA in y (complex lines)
+             [z→y] c2r z [y→z] <--x→y-- c2c x <--y→x--
+
+The real transform runs along z, the contiguous axis, where it is cheapest and after
+which half the data is left. A transform whose axis is already whole in the y-pencil
+(``p_col == 1`` for z, ``p_row == 1`` for x: every slab decomposition) is done there
+and its two transposes are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from tachyflow.numerics import fft
+from tachyflow.numerics.fft import AxisTransform
+from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.tdma import solve_tridiagonal_lines
+from tachyflow.parallel import PencilDecomposition, Transposer
+
+
+class PhaseTimer:
+    """Accumulates wall-clock seconds per named phase (``with timer("fft"): ...``)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._phase = None
+
+    def __call__(self, phase: str):
+        self._phase = phase
+        return self
+
+    def __enter__(self):
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.seconds[self._phase] += time.perf_counter() - self._start
+
+
+class PoissonSolver:
+    """Solves ``∇² p = f`` for fields distributed as y-pencils.
+
+    Parameters
+    ----------
+    decomposition : PencilDecomposition
+        Its global shape must equal the grid's.
+    grid : StaggeredGrid
+        Geometry and y boundary (periodic or walls).
+    transposer : Transposer, optional
+        A float64 transposer of ``decomposition`` to share; one is made if not given.
+    planning : {"estimate", "measure", "patient"}
+        FFTW planning effort, spent once at construction.
+
+    Notes
+    -----
+    Construction is collective (it builds the spectral decomposition's communicators);
+    so are :meth:`solve` and :meth:`free`. With walls or a periodic y the operator is
+    singular (constant nullspace): the solve returns the solution with zero volume
+    average, and the average of the right-hand side is ignored.
+    """
+
+    def __init__(
+        self,
+        decomposition: PencilDecomposition,
+        grid: StaggeredGrid,
+        transposer: Transposer | None = None,
+        planning: str = "measure",
+    ):
+        if tuple(decomposition.global_shape) != tuple(grid.shape):
+            raise ValueError(
+                f"decomposition shape {decomposition.global_shape} differs from grid shape "
+                f"{grid.shape}"
+            )
+        if grid.periodic_y and grid.shape[1] < 3:
+            raise ValueError(f"a periodic y needs at least 3 cells, got {grid.shape[1]}")
+        self.decomposition = decomposition
+        self.grid = grid
+        self.timer = PhaseTimer()
+        nx, ny, nz = grid.shape
+        self.real_transposer = transposer or Transposer(decomposition, np.float64)
+        self.spectral = PencilDecomposition(
+            (nx, ny, fft.half_spectrum_length(nz)), decomposition.proc_grid, decomposition.comm
+        )
+        self.complex_transposer = Transposer(self.spectral, np.complex128)
+        self.x_whole = decomposition.p_row == 1
+        self.z_whole = decomposition.p_col == 1
+        self._plan(planning)
+
+        # FFTW does not normalise: scaling the operator by nx * nz instead costs nothing.
+        scale = float(nx * nz)
+        lower, diagonal, upper = grid.pressure_bands_y()
+        self.bands = (scale * lower, scale * diagonal, scale * upper)
+        pencil = self.spectral.pencils["y"]
+        (x0, _, z0), (x1, _, z1) = pencil.start, pencil.stop
+        eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
+        eigen_z = fft.laplacian_eigenvalues(nz, grid.spacing_z, fft.half_spectrum_length(nz))
+        self.shift = scale * np.add.outer(eigen_x[x0:x1], eigen_z[z0:z1])
+        # The (kx, kz) = (0, 0) line is singular (constant nullspace): pin it.
+        self.pinned = np.zeros(self.shift.shape, dtype=bool)
+        self.zero_mode = None
+        if x0 == 0 and z0 == 0 and x1 > 0 and z1 > 0:
+            self.pinned[0, 0] = True
+            self.zero_mode = (0, slice(None), 0)
+        self.volume_weights = grid.widths_y / grid.lengths[1]
+
+    def _plan(self, planning: str) -> None:
+        """Allocate the work arrays once and plan the four FFTs on them."""
+        spectral, real = self.spectral, self.decomposition
+        self.y_spectrum = fft.empty(spectral.local_shape("y"), np.complex128)
+        if self.z_whole:
+            self.z_real = fft.empty(real.local_shape("y"), np.float64)
+            self.z_spectrum = self.y_spectrum
+        else:
+            self.z_real = fft.empty(real.local_shape("z"), np.float64)
+            self.z_spectrum = fft.empty(spectral.local_shape("z"), np.complex128)
+        self.x_spectrum = (
+            self.y_spectrum
+            if self.x_whole
+            else fft.empty(spectral.local_shape("x"), np.complex128)
+        )
+        self.z_forward = AxisTransform(self.z_real, self.z_spectrum, 2, "r2c", planning)
+        self.z_backward = AxisTransform(self.z_spectrum, self.z_real, 2, "c2r", planning)
+        self.x_forward = AxisTransform(self.x_spectrum, self.x_spectrum, 0, "forward", planning)
+        self.x_backward = AxisTransform(self.x_spectrum, self.x_spectrum, 0, "backward", planning)
+
+    def _move(self, transposer: Transposer, array, source: str, target: str, out) -> None:
+        with self.timer("transpose"):
+            transposer.transpose(array, source, target, out=out)
+
+    def _fft(self, transform: AxisTransform) -> None:
+        with self.timer("fft"):
+            transform()
+
+    def solve(self, rhs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Return ``p`` with ``∇² p = rhs``; both are y-pencils (collective).
+
+        ``rhs`` is left unchanged. Writes into ``out`` if given.
+        """
+        expected = self.decomposition.local_shape("y")
+        if not isinstance(rhs, np.ndarray) or rhs.shape != expected or rhs.dtype != np.float64:
+            raise ValueError(
+                f"rhs must be a float64 y-pencil of shape {expected}, got "
+                f"{getattr(rhs, 'dtype', type(rhs).__name__)} {getattr(rhs, 'shape', '')}"
+            )
+        out = np.empty(expected) if out is None else out
+        if self.z_whole:
+            np.copyto(self.z_real, rhs)
+        else:
+            self._move(self.real_transposer, rhs, "y", "z", self.z_real)
+        self._fft(self.z_forward)
+        if not self.z_whole:
+            self._move(self.complex_transposer, self.z_spectrum, "z", "y", self.y_spectrum)
+        self._transform_x(self.x_forward)
+        with self.timer("tdma"):
+            solve_tridiagonal_lines(
+                *self.bands,
+                self.y_spectrum,
+                self.shift,
+                self.pinned,
+                periodic=self.grid.periodic_y,
+            )
+            if self.zero_mode is not None:
+                line = self.y_spectrum[self.zero_mode]
+                line -= np.dot(line, self.volume_weights)
+        self._transform_x(self.x_backward)
+        if not self.z_whole:
+            self._move(self.complex_transposer, self.y_spectrum, "y", "z", self.z_spectrum)
+        self._fft(self.z_backward)
+        if self.z_whole:
+            np.copyto(out, self.z_real)
+        else:
+            self._move(self.real_transposer, self.z_real, "z", "y", out)
+        return out
+
+    def _transform_x(self, transform: AxisTransform) -> None:
+        if self.x_whole:
+            self._fft(transform)
+            return
+        self._move(self.complex_transposer, self.y_spectrum, "y", "x", self.x_spectrum)
+        self._fft(transform)
+        self._move(self.complex_transposer, self.x_spectrum, "x", "y", self.y_spectrum)
+
+    def free(self) -> None:
+        """Release the spectral decomposition's communicators (collective)."""
+        self.spectral.free()

@@ -1,0 +1,122 @@
+import numpy as np
+import pytest
+from scipy.linalg import solve
+
+from tachyflow.numerics import fft
+from tachyflow.numerics.grid import StaggeredGrid, tanh_faces
+from tachyflow.numerics.tdma import solve_tridiagonal_lines
+
+
+def dense(lower, diagonal, upper, shift, periodic):
+    n = len(diagonal)
+    matrix = np.diag(diagonal + shift) + np.diag(lower[1:], -1) + np.diag(upper[:-1], 1)
+    if periodic:
+        matrix[0, -1] += lower[0]
+        matrix[-1, 0] += upper[-1]
+    return matrix.reshape(n, n)
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_batched_thomas_matches_dense_solves(periodic, dtype):
+    rng = np.random.default_rng(3)
+    n0, n, n2 = 3, 7, 5
+    lower, upper = rng.uniform(0.2, 1.0, n), rng.uniform(0.2, 1.0, n)
+    diagonal = -(lower + upper) - rng.uniform(0.1, 1.0, n)
+    shift = -rng.uniform(0.0, 2.0, (n0, n2))
+    rhs = rng.standard_normal((n0, n, n2)).astype(dtype)
+    if dtype == np.complex128:
+        rhs += 1j * rng.standard_normal((n0, n, n2))
+    expected = np.empty_like(rhs)
+    for i in range(n0):
+        for k in range(n2):
+            matrix = dense(lower, diagonal, upper, shift[i, k], periodic)
+            expected[i, :, k] = solve(matrix, rhs[i, :, k])
+    result = solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy(), shift, periodic=periodic)
+    assert np.abs(result - expected).max() < 1e-12
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_pinned_line_solves_the_singular_neumann_system(periodic):
+    n = 6
+    lower, upper = np.ones(n), np.ones(n)
+    if not periodic:
+        lower[0] = upper[-1] = 0.0
+    diagonal = -(lower + upper)
+    exact = np.sin(np.arange(n) * 1.3)
+    exact -= exact[0]
+    rhs = dense(lower, diagonal, upper, 0.0, periodic) @ exact
+    pinned = np.ones((1, 1), dtype=bool)
+    result = solve_tridiagonal_lines(
+        lower, diagonal, upper, rhs.reshape(1, n, 1).copy(), pinned=pinned, periodic=periodic
+    )
+    assert np.abs(result[0, :, 0] - exact).max() < 1e-13
+
+
+def test_tridiagonal_input_checks():
+    bands = (np.ones(4), -3 * np.ones(4), np.ones(4))
+    with pytest.raises(TypeError, match="3D float64 or complex128 array, got 2D"):
+        solve_tridiagonal_lines(*bands, np.zeros((4, 4)))
+    with pytest.raises(ValueError, match=r"lower band has shape \(3,\), expected \(4,\)"):
+        solve_tridiagonal_lines(np.ones(3), *bands[1:], np.zeros((2, 4, 2)))
+    with pytest.raises(ValueError, match="at least 3 unknowns"):
+        solve_tridiagonal_lines(*(b[:2] for b in bands), np.zeros((1, 2, 1)), periodic=True)
+
+
+def test_modified_wavenumbers_are_the_eigenvalues_of_the_second_difference():
+    n, h = 12, 0.3
+    eigenvalues = fft.laplacian_eigenvalues(n, h)
+    j = np.arange(n)
+    for m in range(n):
+        mode = np.exp(2j * np.pi * m * j / n)
+        second_difference = (np.roll(mode, 1) - 2 * mode + np.roll(mode, -1)) / h**2
+        assert np.allclose(second_difference, eigenvalues[m] * mode, atol=1e-12)
+    assert len(fft.laplacian_eigenvalues(n, h, fft.half_spectrum_length(n))) == 7
+
+
+@pytest.mark.parametrize("shape", [(6, 4, 10), (5, 3, 7), (1, 1, 1), (0, 3, 4)])
+def test_planned_transforms_round_trip(shape):
+    real = fft.empty(shape, np.float64)
+    half = fft.empty((*shape[:2], fft.half_spectrum_length(shape[2])), np.complex128)
+    forward = fft.AxisTransform(real, half, 2, "r2c", "estimate")
+    backward = fft.AxisTransform(half, real, 2, "c2r", "estimate")
+    data = np.random.default_rng(0).standard_normal(shape)
+    real[...] = data
+    forward()
+    if real.size:
+        assert np.allclose(half, np.fft.rfft(data, axis=2))
+    backward()
+    assert np.allclose(real / shape[2], data, atol=1e-14)
+    with pytest.raises(ValueError, match="transform kind"):
+        fft.AxisTransform(real, half, 2, "dct")
+
+
+def test_grid_geometry_and_operator_bands():
+    faces = tanh_faces(8, 2.0, 1.5)
+    assert faces[0] == 0.0 and faces[-1] == pytest.approx(2.0)
+    widths = np.diff(faces)
+    assert widths[0] < widths[3] and np.allclose(widths, widths[::-1])
+    grid = StaggeredGrid((4, 8, 4), (1.0, 2.0, 1.0), periodic_y=False, stretching=1.5)
+    lower, diagonal, upper = grid.pressure_bands_y()
+    assert lower[0] == 0.0 and upper[-1] == 0.0
+    assert np.allclose(lower + diagonal + upper, 0.0)  # constants are in the nullspace
+    # Conservation: the width-weighted column sums vanish (what leaves a cell enters the next).
+    matrix = dense(lower, diagonal, upper, 0.0, False)
+    assert np.allclose(widths @ matrix, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"shape": (4, 0, 4), "lengths": (1, 1, 1)}, "3 positive integers"),
+        ({"shape": (4, 4, 4), "lengths": (1, -1, 1)}, "3 positive numbers"),
+        ({"shape": (4, 4, 4), "lengths": (1, 1, 1), "stretching": 1.0}, "must be uniform"),
+        (
+            {"shape": (4, 4, 4), "lengths": (1, 1, 1), "periodic_y": False, "stretching": -1},
+            "stretching must be >= 0",
+        ),
+    ],
+)
+def test_grid_rejects_bad_input(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        StaggeredGrid(**arguments)
