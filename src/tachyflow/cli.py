@@ -61,6 +61,44 @@ def _add_ranks_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_benchmark_options(parser: argparse.ArgumentParser, repeats: int) -> None:
+    _add_ranks_option(parser)
+    parser.add_argument(
+        "--grid",
+        nargs=3,
+        type=_positive_int,
+        default=[128, 128, 128],
+        metavar=("NX", "NY", "NZ"),
+        help="global grid (default 128^3)",
+    )
+    parser.add_argument(
+        "--proc-grid",
+        type=_proc_grid,
+        default=None,
+        metavar="ROWSxCOLS",
+        help="process grid, e.g. 2x1 (default: chosen by the cost model)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=repeats,
+        help=f"timed samples per candidate (default {repeats})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=3,
+        help="untimed calls per candidate first (default 3)",
+    )
+    parser.add_argument("--no-peer", action="store_true", help="do not time the peer")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="results",
+        help="folder for the results JSON and plot (default ./results)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``tachyflow`` command."""
     from tachyflow.parallel.transpose import METHODS
@@ -97,22 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tachyflow method and, when installed, mpi4py-fft's Alltoallw transfers "
         "on the same grid and process grid.",
     )
-    _add_ranks_option(transpose)
-    transpose.add_argument(
-        "--grid",
-        nargs=3,
-        type=_positive_int,
-        default=[128, 128, 128],
-        metavar=("NX", "NY", "NZ"),
-        help="global grid (default 128^3)",
-    )
-    transpose.add_argument(
-        "--proc-grid",
-        type=_proc_grid,
-        default=None,
-        metavar="ROWSxCOLS",
-        help="process grid, e.g. 2x1 (default: chosen by the cost model)",
-    )
+    _add_benchmark_options(transpose, repeats=20)
     transpose.add_argument(
         "--dtype", default="float64", choices=["float64", "float32", "complex128", "complex64"]
     )
@@ -122,26 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[*METHODS, "all"],
         help="tachyflow transpose method(s) to time (default all)",
     )
-    transpose.add_argument(
-        "--repeats",
-        type=_positive_int,
-        default=20,
-        help="timed round trips per candidate (default 20)",
-    )
-    transpose.add_argument(
-        "--warmup",
-        type=_non_negative_int,
-        default=3,
-        help="untimed round trips per candidate first (default 3)",
-    )
-    transpose.add_argument("--no-peer", action="store_true", help="do not time mpi4py-fft")
-    transpose.add_argument(
-        "-o",
-        "--output",
-        default="results",
-        help="folder for the results JSON and plot (default ./results)",
-    )
     transpose.set_defaults(handler=command_bench_transpose)
+
+    poisson = benchmarks.add_parser(
+        "poisson",
+        help="pressure Poisson solve against an mpi4py-fft round trip",
+        description="Time the FFT/TDMA pressure Poisson solve of a channel grid (x, z "
+        "periodic, walls in y) and, when installed, mpi4py-fft's forward+backward "
+        "real-to-complex FFT of the same grid on the same process grid.",
+    )
+    _add_benchmark_options(poisson, repeats=10)
+    poisson.set_defaults(handler=command_bench_poisson)
 
     report = commands.add_parser(
         "report",
@@ -217,10 +231,57 @@ def command_info(args) -> int:
     return 0
 
 
-def command_bench_transpose(args) -> int:
-    """``tachyflow bench transpose``."""
+def _report_benchmark(document: dict, operation: str, output: str) -> int:
+    """Save results and plot (rank 0), print the table; exit code 1 if a check failed."""
     from rich.table import Table
 
+    from tachyflow.bench.report import save
+
+    console = runtime.make_console()
+    if runtime.is_root():
+        json_path, png_path = save(document, output)
+        params = document["params"]
+        peer = document["peers"][0]["name"] if document["peers"] else "peer"
+        table = Table(
+            title=(
+                f"{operation}, {'x'.join(map(str, params['global_shape']))} {params['dtype']}, "
+                f"{document['mpi']['ranks']} ranks, {'x'.join(map(str, params['proc_grid']))} "
+                f"grid, {params['repeats']} repeats"
+            )
+        )
+        columns = ["candidate", "verified", "median", "min"]
+        with_bandwidth = any("bandwidth" in e for e in document["results"])
+        columns += ["bandwidth"] if with_bandwidth else []
+        for column in [*columns, f"vs {peer}"]:
+            table.add_column(
+                column, justify="left" if column == "candidate" else "right", no_wrap=True
+            )
+        for entry in document["results"] + document["peers"]:
+            ok = entry["verified"]
+            speedup = entry.get("speedup_vs_peer")
+            row = [
+                entry["name"],
+                "yes" if ok else "[red]FAILED[/red]",
+                f"{entry['median'] * 1e3:.2f} ms" if ok else "-",
+                f"{entry['min'] * 1e3:.2f} ms" if ok else "-",
+            ]
+            if with_bandwidth:
+                row.append(f"{entry['bandwidth'] / 2**30:.2f} GiB/s" if ok else "-")
+            row.append(f"{speedup:.2f}x faster" if speedup else "-")
+            table.add_row(*row)
+        console.print(table)
+        for name, why in document.get("peers_missing", {}).items():
+            console.print(f"peer {name} {why}")
+        console.print(f"wrote {json_path} and {png_path}")
+    failed = [e["name"] for e in document["results"] + document["peers"] if not e["verified"]]
+    if failed:
+        console.print(f"[red]verification failed for {', '.join(failed)}: not timed[/red]")
+        return EXIT_FAILURE
+    return 0
+
+
+def command_bench_transpose(args) -> int:
+    """``tachyflow bench transpose``."""
     from tachyflow.bench import transpose
     from tachyflow.parallel.transpose import METHODS
 
@@ -235,41 +296,22 @@ def command_bench_transpose(args) -> int:
         peer=not args.no_peer,
         comm=runtime.world(),
     )
-    console = runtime.make_console()
-    if runtime.is_root():
-        json_path, png_path = transpose.save(document, args.output)
-        params = document["params"]
-        table = Table(
-            title=(
-                f"round trip x→y→z→y→x, {'x'.join(map(str, params['global_shape']))} "
-                f"{params['dtype']}, {document['mpi']['ranks']} ranks, "
-                f"{'x'.join(map(str, params['proc_grid']))} grid, {params['repeats']} repeats"
-            )
-        )
-        for column in ("candidate", "verified", "median", "min", "bandwidth", "vs mpi4py-fft"):
-            table.add_column(
-                column, justify="left" if column == "candidate" else "right", no_wrap=True
-            )
-        for entry in document["results"] + document["peers"]:
-            ok = entry["verified"]
-            speedup = entry.get("speedup_vs_peer")
-            table.add_row(
-                entry["name"],
-                "yes" if ok else "[red]FAILED[/red]",
-                f"{entry['median'] * 1e3:.2f} ms" if ok else "-",
-                f"{entry['min'] * 1e3:.2f} ms" if ok else "-",
-                f"{entry['bandwidth'] / 2**30:.2f} GiB/s" if ok else "-",
-                f"{speedup:.2f}x faster" if speedup else "-",
-            )
-        console.print(table)
-        for name, why in document.get("peers_missing", {}).items():
-            console.print(f"peer {name} {why}")
-        console.print(f"wrote {json_path} and {png_path}")
-    failed = [e["name"] for e in document["results"] + document["peers"] if not e["verified"]]
-    if failed:
-        console.print(f"[red]verification failed for {', '.join(failed)}: not timed[/red]")
-        return EXIT_FAILURE
-    return 0
+    return _report_benchmark(document, "round trip x→y→z→y→x", args.output)
+
+
+def command_bench_poisson(args) -> int:
+    """``tachyflow bench poisson``."""
+    from tachyflow.bench import poisson
+
+    document = poisson.run_poisson_benchmark(
+        args.grid,
+        args.proc_grid,
+        args.repeats,
+        args.warmup,
+        peer=not args.no_peer,
+        comm=runtime.world(),
+    )
+    return _report_benchmark(document, "Poisson solve", args.output)
 
 
 def command_report(args) -> int:

@@ -125,3 +125,27 @@ def test_exception_on_one_rank_aborts_the_whole_job_quickly():
     assert result.returncode != 0
     assert "tachyflow: error on rank 1: RuntimeError: only rank 1 fails" in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_bench_poisson_end_to_end(tmp_path):
+    result = tachyflow(
+        "bench",
+        "poisson",
+        "-n",
+        "2",
+        "--grid",
+        "12",
+        "10",
+        "8",
+        "--repeats",
+        "2",
+        "--warmup",
+        "1",
+        "-o",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "poisson_12x10x8_2x1.json").read_text())
+    ours = document["results"][0]
+    assert ours["name"] == "tachyflow-poisson" and ours["verified"]
+    assert ours["max_error"] < 1e-10

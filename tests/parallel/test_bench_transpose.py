@@ -2,8 +2,8 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.report import write_report
-from tachyflow.bench.transpose import peer_available, run_transpose_benchmark, save
+from tachyflow.bench.report import save, write_report
+from tachyflow.bench.transpose import peer_available, run_transpose_benchmark
 
 
 @pytest.mark.parallel([1, 3])

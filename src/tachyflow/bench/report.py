@@ -7,13 +7,22 @@ import html
 import tempfile
 from pathlib import Path
 
-from tachyflow.bench import transpose
+from tachyflow.bench import poisson, transpose
 from tachyflow.bench.plots import plot_samples
-from tachyflow.bench.results import read_results, replacing
+from tachyflow.bench.results import read_results, replacing, write_json
 from tachyflow.errors import ConfigError
 
-# Benchmark name -> function(document, png_path) drawing its plot.
-PLOTTERS = {"transpose": transpose.plot_transpose}
+# Benchmark name -> module with stem(document) (file name) and plot(document, png_path).
+BENCHMARKS = {"transpose": transpose, "poisson": poisson}
+
+
+def save(document: dict, folder) -> tuple[Path, Path]:
+    """Write a results document and its plot into ``folder``; return both paths."""
+    module = BENCHMARKS[document["benchmark"]]
+    folder = Path(folder)
+    stem = module.stem(document)
+    json_path = write_json(folder / f"{stem}.json", document)
+    return json_path, module.plot(document, folder / f"{stem}.png")
 
 
 def collect(folder) -> list[tuple[Path, dict]]:
@@ -88,11 +97,11 @@ def _context(document: dict) -> str:
 def _plot_base64(document: dict) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         png = Path(scratch) / "plot.png"
-        plotter = PLOTTERS.get(document["benchmark"])
-        if plotter is None:
+        module = BENCHMARKS.get(document["benchmark"])
+        if module is None:
             plot_samples(document, png, document["benchmark"], "time per call [ms]")
         else:
-            plotter(document, png)
+            module.plot(document, png)
         return base64.b64encode(png.read_bytes()).decode("ascii")
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import plot_samples
-from tachyflow.bench.results import new_results, write_json
+from tachyflow.bench.results import new_results
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.transpose import METHODS
 
@@ -176,7 +176,7 @@ def run_transpose_benchmark(
     return document
 
 
-def default_stem(document: dict) -> str:
+def stem(document: dict) -> str:
     """File name stem of a transpose results document: ``transpose_128x128x128_2x1``."""
     params = document["params"]
     shape = "x".join(map(str, params["global_shape"]))
@@ -184,7 +184,7 @@ def default_stem(document: dict) -> str:
     return f"transpose_{shape}_{grid}_{params['dtype']}"
 
 
-def plot_transpose(document: dict, path) -> Path:
+def plot(document: dict, path) -> Path:
     """Box plot of the round-trip samples of every candidate, made from the document alone."""
     params = document["params"]
     shape = "×".join(map(str, params["global_shape"]))
@@ -196,12 +196,3 @@ def plot_transpose(document: dict, path) -> Path:
     return plot_samples(
         document, path, title, "round trip x→y→z→y→x [ms] (lower is better)", peer_name=PEER_NAME
     )
-
-
-def save(document: dict, folder) -> tuple[Path, Path]:
-    """Write the results JSON and its plot into ``folder``; return both paths."""
-    folder = Path(folder)
-    stem = default_stem(document)
-    json_path = write_json(folder / f"{stem}.json", document)
-    png_path = plot_transpose(document, folder / f"{stem}.png")
-    return json_path, png_path
