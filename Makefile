@@ -43,6 +43,8 @@ bench: install-bench
 	    $(BIN)/tachyflow bench transpose -n 2 --grid $$n $$n $$n --proc-grid $$grid \
 	      --repeats 30 -o bench-results || exit 1; \
 	  done; \
+	  $(BIN)/tachyflow bench poisson -n 2 --grid $$n $$n $$n --repeats 15 \
+	    -o bench-results || exit 1; \
 	done
 	$(BIN)/tachyflow report bench-results
 
