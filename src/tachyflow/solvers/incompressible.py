@@ -1,0 +1,358 @@
+"""Incompressible Navier–Stokes on pencils: fractional step, RK3 + Crank–Nicolson (seed 000).
+
+Fields live on a staggered grid as ghosted y-pencils (y whole on every rank), so the
+implicit wall-normal viscous terms are tridiagonal solves with no communication; x and z
+neighbours come from a :class:`~tachyflow.parallel.HaloExchange`. One time step is three
+substeps of the low-storage RK3 of Spalart, Moser & Rogers (as in CaNS), each:
+
+1. explicit terms ``H = -∇·(uu) + ν ∇²_xz u (+ ν ∂²_y u without walls) + forcing``,
+2. prediction ``u* = u + Δt (γ H + ρ H_previous) (+ Crank–Nicolson in y with walls)``,
+3. projection: ``∇² φ = ∇·u* / (α Δt)`` with the FFT/TDMA :class:`PoissonSolver`, then
+   ``u = u* - α Δt ∇φ`` and ``p = φ``,
+4. constant flow rate: a uniform shift of ``u`` restores the bulk velocity.
+
+Walls at ``y = 0`` and ``y = Ly`` are no-slip: ``v = 0`` on the wall faces and ghost
+values of ``u`` and ``w`` extrapolated quadratically through the wall value 0, which is
+second-order accurate and reproduces a parabolic (Poiseuille) profile exactly.
+
+A cylindrical (x, r, θ) rotating-frame variant (the seed's axial fan) adds metric factors
+to the stencils and Coriolis/centrifugal terms to ``H``: see ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from tachyflow.numerics import stencils
+from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.tdma import solve_tridiagonal_lines
+from tachyflow.parallel import HaloExchange, PencilDecomposition
+from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
+
+# Low-storage RK3 (Spalart, Moser & Rogers 1991): u_k = u_{k-1} + Δt (γ_k H_{k-1} + ρ_k H_{k-2}).
+RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
+RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
+FORCING = ("none", "pressure-gradient", "flow-rate")
+
+
+@dataclass(frozen=True)
+class Forcing:
+    """Mean-flow forcing in x: none, a constant pressure gradient ``-dp/dx = value``, or a
+    constant bulk velocity ``value`` (flow rate per unit area)."""
+
+    kind: str = "none"
+    value: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in FORCING:
+            raise ValueError(f"forcing must be one of {FORCING}, got {self.kind!r}")
+
+
+class IncompressibleSolver:
+    """Second-order finite-volume incompressible flow solver on a pencil decomposition.
+
+    Parameters
+    ----------
+    decomposition : PencilDecomposition
+        Global shape equal to the grid's; ``periodic[1]`` must match ``grid.periodic_y``.
+    grid : StaggeredGrid
+        Geometry; walls in y when ``grid.periodic_y`` is False.
+    viscosity : float
+        Kinematic viscosity ν > 0.
+    forcing : Forcing, optional
+        Mean-flow forcing in x.
+
+    Notes
+    -----
+    Construction and :meth:`step`, :meth:`statistics`, :meth:`stable_time_step` are
+    collective over the decomposition's communicator.
+    """
+
+    def __init__(
+        self,
+        decomposition: PencilDecomposition,
+        grid: StaggeredGrid,
+        viscosity: float,
+        forcing: Forcing | None = None,
+        planning: str = "measure",
+    ):
+        if not viscosity > 0:
+            raise ValueError(f"viscosity must be positive, got {viscosity!r}")
+        if decomposition.periodic[1] != grid.periodic_y:
+            raise ValueError(
+                f"decomposition periodic in y = {decomposition.periodic[1]} but the grid has "
+                f"{'no walls' if grid.periodic_y else 'walls'} in y"
+            )
+        self.decomposition = decomposition
+        self.grid = grid
+        self.viscosity = float(viscosity)
+        self.forcing = forcing or Forcing()
+        self.walls = not grid.periodic_y
+        self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
+        self.poisson = PoissonSolver(decomposition, grid, planning=planning)
+        self.timer = PhaseTimer()
+        self.metrics = stencils.YMetrics.from_grid(grid)
+        self.dx, self.dz = grid.spacing_x, grid.spacing_z
+        self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self.time = 0.0
+        self.steps = 0
+        self._previous = None
+        self.pressure_gradient = (
+            self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
+        )
+        self._wall_ghost = self._wall_extrapolation()
+        self._implicit_bands = self._viscous_bands() if self.walls else None
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def coordinates(self, component: str):
+        """Broadcastable (x, y, z) of the owned points of ``"u"``, ``"v"``, ``"w"`` or ``"p"``."""
+        pencil = self.decomposition.pencils["y"]
+        x = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * self.dx
+        z = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * self.dz
+        y = self.grid.centres_y
+        if component == "u":
+            x = x + 0.5 * self.dx
+        elif component == "v":
+            y = self.grid.faces_y[1:]
+        elif component == "w":
+            z = z + 0.5 * self.dz
+        elif component != "p":
+            raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
+        return x[:, None, None], y[None, :, None], z[None, None, :]
+
+    def set_velocity(self, u, v, w) -> None:
+        """Set the owned velocity values (arrays or callables of the coordinates) (collective)."""
+        for name, value in (("u", u), ("v", v), ("w", w)):
+            field = getattr(self, name)
+            values = value(*self.coordinates(name)) if callable(value) else value
+            self.halo.interior(field)[...] = values
+        self._previous = None
+        self._apply_boundaries()
+
+    # -- boundaries --------------------------------------------------------------------------
+
+    def _wall_extrapolation(self):
+        """Weights of the ghost value from the first two centres (quadratic through 0 at
+        the wall), for the lower and upper wall."""
+        widths = self.grid.widths_y
+        weights = []
+        for first, second in ((widths[0], widths[1]), (widths[-1], widths[-2])):
+            y0, y1 = 0.5 * first, first + 0.5 * second
+            weights.append((-(y0 + y1) / (y1 - y0), 2.0 * y0**2 / (y1 * (y1 - y0))))
+        return weights
+
+    def _apply_boundaries(self) -> None:
+        """Halo exchange of u, v, w, then the wall conditions on the y ghosts and faces."""
+        for field in (self.u, self.v, self.w):
+            self.halo.exchange(field)
+        if not self.walls:
+            return
+        (lower_a, lower_b), (upper_a, upper_b) = self._wall_ghost
+        for field in (self.u, self.w):
+            field[:, 0, :] = lower_a * field[:, 1, :] + lower_b * field[:, 2, :]
+            field[:, -1, :] = upper_a * field[:, -2, :] + upper_b * field[:, -3, :]
+        self.v[:, 0, :] = 0.0  # lower wall face (ghost row)
+        self.v[:, -2:, :] = 0.0  # upper wall face (last owned face) and the ghost above
+
+    def _viscous_bands(self):
+        """y bands of ``∂²/∂y²`` for centre fields (u, w) and face fields (v), with walls."""
+        widths = self.grid.widths_y
+        gaps = self.metrics.gap.ravel()
+        gaps_down = self.metrics.gap_down.ravel()
+        lower = 1.0 / (widths * gaps_down)
+        upper = 1.0 / (widths * gaps)
+        diagonal = -(lower + upper)
+        (lower_a, lower_b), (upper_a, upper_b) = self._wall_ghost
+        # Ghost = a * first + b * second: fold it into the first and last rows.
+        diagonal[0] += lower[0] * lower_a
+        upper[0] += lower[0] * lower_b
+        diagonal[-1] += upper[-1] * upper_a
+        lower[-1] += upper[-1] * upper_b
+        lower[0] = upper[-1] = 0.0
+        centre = (lower, diagonal, upper)
+        widths_up = self.metrics.width_up.ravel()
+        face_lower = 1.0 / (gaps * widths)
+        face_upper = 1.0 / (gaps * widths_up)
+        face_diagonal = -(face_lower + face_upper)
+        face_lower[0] = 0.0  # v = 0 on the lower wall
+        # The last face is the upper wall: an identity row keeps v = 0 there.
+        face_lower[-1], face_diagonal[-1], face_upper[-1] = 0.0, 1.0, 0.0
+        face_upper[-2] = 0.0
+        return centre, (face_lower, face_diagonal, face_upper)
+
+    # -- time stepping -----------------------------------------------------------------------
+
+    def _explicit_terms(self):
+        metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
+        with self.timer("advection"):
+            terms = [-a for a in stencils.advection(self.u, self.v, self.w, metrics, dx, dz)]
+        with self.timer("diffusion"):
+            for index, (field, at_faces) in enumerate(
+                ((self.u, False), (self.v, True), (self.w, False))
+            ):
+                terms[index] += nu * stencils.laplacian_xz(field, dx, dz)
+                if not self.walls:
+                    terms[index] += nu * stencils.laplacian_y(field, metrics, at_faces)
+        if self.forcing.kind == "pressure-gradient":
+            terms[0] += self.forcing.value
+        return terms
+
+    def _substep(self, dt: float, stage: int) -> None:
+        gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
+        alpha = gamma + rho
+        terms = self._explicit_terms()
+        nu = self.viscosity
+        for index, name in enumerate("uvw"):
+            increment = dt * gamma * terms[index]
+            if rho:
+                increment += dt * rho * self._previous[index]
+            field = getattr(self, name)
+            at_faces = name == "v"
+            if self.walls:
+                with self.timer("tdma"):
+                    increment += (
+                        dt * alpha * nu * stencils.laplacian_y(field, self.metrics, at_faces)
+                    )
+                    lower, diagonal, upper = self._implicit_bands[1 if at_faces else 0]
+                    factor = -0.5 * alpha * dt * nu
+                    implicit_diagonal = 1.0 + factor * diagonal
+                    if at_faces:
+                        implicit_diagonal[-1] = 1.0
+                    solve_tridiagonal_lines(
+                        factor * lower, implicit_diagonal, factor * upper, increment
+                    )
+            self.halo.interior(field)[...] += increment
+        self._previous = terms
+        self._project(alpha * dt)
+
+    def _project(self, alpha_dt: float) -> None:
+        """Make the velocity divergence-free; the pressure is the projection potential."""
+        self._apply_boundaries()
+        divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
+        with self.timer("poisson"):
+            phi = self.poisson.solve(np.ascontiguousarray(divergence / alpha_dt))
+        self.halo.interior(self.p)[...] = phi
+        self.halo.exchange(self.p)
+        grad_x, grad_y, grad_z = stencils.pressure_gradient(self.p, self.metrics, self.dx, self.dz)
+        self.halo.interior(self.u)[...] -= alpha_dt * grad_x
+        self.halo.interior(self.w)[...] -= alpha_dt * grad_z
+        v = self.halo.interior(self.v)
+        if self.walls:
+            v[:, :-1, :] -= alpha_dt * grad_y[:, :-1, :]
+        else:
+            v -= alpha_dt * grad_y
+        if self.forcing.kind == "flow-rate":
+            self._restore_flow_rate(alpha_dt)
+        self._apply_boundaries()
+
+    def _restore_flow_rate(self, alpha_dt: float) -> None:
+        """Add the uniform body force that brings the bulk velocity back to its target.
+
+        The force acts like a pressure gradient inside the substep: its velocity response
+        is ``(I - α Δt ν/2 ∂²_y)⁻¹ α Δt f`` with walls (uniform without), so the steady
+        state of a laminar channel is the exact discrete parabola. The force is kept in
+        :attr:`pressure_gradient` (``-dp/dx``).
+        """
+        response = np.ones((1, self.grid.shape[1], 1))
+        if self.walls:
+            lower, diagonal, upper = self._implicit_bands[0]
+            factor = -0.5 * alpha_dt * self.viscosity
+            solve_tridiagonal_lines(
+                factor * lower, 1.0 + factor * diagonal, factor * upper, response
+            )
+        weights = self.grid.widths_y / self.grid.lengths[1]
+        mean_response = float(np.dot(response.ravel(), weights))
+        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
+        self.halo.interior(self.u)[...] += alpha_dt * force * response
+        self.pressure_gradient = force
+
+    def step(self, dt: float) -> None:
+        """Advance one time step of size ``dt`` (three RK3 substeps) (collective)."""
+        if not dt > 0:
+            raise ValueError(f"time step must be positive, got {dt!r}")
+        for stage in range(3):
+            self._substep(dt, stage)
+        self.time += dt
+        self.steps += 1
+
+    # -- diagnostics -------------------------------------------------------------------------
+
+    def _sum(self, value: float) -> float:
+        return self.decomposition.comm.allreduce(float(value), op=MPI.SUM)
+
+    def _max(self, value: float) -> float:
+        return self.decomposition.comm.allreduce(float(value), op=MPI.MAX)
+
+    def volume_average(self, values: np.ndarray) -> float:
+        """Volume average of a cell-centred owned array (collective)."""
+        nx, _, nz = self.grid.shape
+        weights = (self.grid.widths_y / self.grid.lengths[1])[None, :, None]
+        return self._sum(np.sum(values * weights)) / (nx * nz)
+
+    def bulk_velocity(self) -> float:
+        """Volume-averaged streamwise velocity (collective)."""
+        return self.volume_average(self.halo.interior(self.u))
+
+    def max_divergence(self) -> float:
+        """Largest |∇·u| over the domain (collective)."""
+        divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
+        return self._max(np.abs(divergence).max(initial=0.0))
+
+    def stable_time_step(self, cfl: float = 0.5) -> float:
+        """Largest Δt with convective CFL ``cfl`` and explicit viscous stability (collective)."""
+        widths = self.grid.widths_y[None, :, None]
+        rate = (
+            np.abs(self.halo.interior(self.u)) / self.dx
+            + np.abs(self.halo.interior(self.v)) / widths
+            + np.abs(self.halo.interior(self.w)) / self.dz
+        )
+        convective = self._max(rate.max(initial=0.0))
+        inverse_squares = 1.0 / self.dx**2 + 1.0 / self.dz**2
+        if not self.walls:
+            inverse_squares += 1.0 / self.grid.widths_y.min() ** 2
+        # RK3 is stable for imaginary eigenvalues up to √3 and real ones down to -2.51.
+        viscous = 2.51 / (self.viscosity * 4.0 * inverse_squares)
+        return viscous if convective == 0 else min(cfl * np.sqrt(3.0) / convective, viscous)
+
+    def statistics(self) -> dict:
+        """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
+        u, v, w = (self.halo.interior(f) for f in (self.u, self.v, self.w))
+        u_c = 0.5 * (u + stencils.shifted(self.u, di=-1))
+        v_c = 0.5 * (v + stencils.shifted(self.v, dj=-1))
+        w_c = 0.5 * (w + stencils.shifted(self.w, dk=-1))
+        energy = 0.5 * self.volume_average(u_c**2 + v_c**2 + w_c**2)
+        laplacians = [
+            stencils.laplacian_xz(f, self.dx, self.dz)
+            + stencils.laplacian_y(f, self.metrics, name == "v")
+            for name, f in (("u", self.u), ("v", self.v), ("w", self.w))
+        ]
+        # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries).
+        work = sum(
+            self.volume_average(field * lap)
+            for field, lap in zip((u, v, w), laplacians, strict=True)
+        )
+        stats = {
+            "step": self.steps,
+            "time": self.time,
+            "kinetic_energy": energy,
+            "dissipation": -self.viscosity * work,
+            "bulk_velocity": self.bulk_velocity(),
+            "max_divergence": self.max_divergence(),
+            "pressure_gradient": self.pressure_gradient,
+        }
+        if self.walls:
+            first = self.grid.widths_y[0]
+            # Quadratic fit through the wall: du/dy(0) from the first two centres.
+            y0, y1 = 0.5 * first, first + 0.5 * self.grid.widths_y[1]
+            slope = (u[:, 0, :] * y1**2 - u[:, 1, :] * y0**2) / (y0 * y1 * (y1 - y0))
+            nx, _, nz = self.grid.shape
+            stats["wall_shear"] = self.viscosity * self._sum(slope.sum()) / (nx * nz)
+        return stats
+
+    def free(self) -> None:
+        """Release the Poisson solver's communicators (collective)."""
+        self.poisson.free()
