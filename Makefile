@@ -30,8 +30,7 @@ install-bench: $(VENV)/.installed-bench
 
 demo: install
 	$(BIN)/tachyflow info
-	$(BIN)/tachyflow bench transpose -n $(RANKS) --grid 128 128 128 -o demo-results
-	$(BIN)/tachyflow report demo-results
+	$(BIN)/tachyflow run channel -n $(RANKS) -o demo-results/channel
 
 test: install
 	$(BIN)/python -m pytest

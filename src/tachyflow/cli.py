@@ -121,6 +121,38 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
     info.set_defaults(handler=command_info)
 
+    run = commands.add_parser(
+        "run",
+        help="run a flow case",
+        description="Run a case: a built-in one by name ("
+        + ", ".join(_case_names())
+        + ") or a case file (TOML). Writes config.toml, log.txt, stats.csv, timings.json, "
+        "checkpoints/ and images/ into the output folder.",
+    )
+    run.add_argument("case", help="built-in case name or path to a .toml case file")
+    _add_ranks_option(run)
+    run.add_argument("-o", "--output", default=None, help="output folder (default runs/CASE_NAME)")
+    run.add_argument(
+        "--steps",
+        type=_positive_int,
+        default=None,
+        help="number of time steps (default: the case's)",
+    )
+    run.add_argument(
+        "--proc-grid",
+        type=_proc_grid,
+        default=None,
+        metavar="ROWSxCOLS",
+        help="process grid (default: the case's, else chosen automatically)",
+    )
+    run.add_argument(
+        "--restart",
+        default=None,
+        metavar="CHECKPOINT",
+        help="continue from a checkpoint (.npz), or 'latest' in the output folder",
+    )
+    run.set_defaults(handler=command_run)
+
     bench = commands.add_parser(
         "bench",
         help="run a benchmark",
@@ -169,6 +201,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(handler=command_report)
     return parser
+
+
+def _case_names() -> list[str]:
+    from tachyflow.config import builtin_cases
+
+    return builtin_cases()
+
+
+def command_run(args) -> int:
+    """``tachyflow run``."""
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from tachyflow import config as case_files
+    from tachyflow.io.checkpoint import latest_checkpoint
+    from tachyflow.simulation import Simulation
+
+    config = case_files.load(args.case)
+    if args.proc_grid is not None:
+        config = config.replace("parallel", proc_grid=args.proc_grid)
+    output = Path(args.output or Path("runs") / config.case.name)
+    restart = args.restart
+    if restart == "latest":
+        restart = latest_checkpoint(output / "checkpoints")
+        if restart is None:
+            raise ConfigError(f"--restart latest: no checkpoint in {output / 'checkpoints'}")
+    simulation = Simulation(config, output, runtime.world(), restart=restart)
+    summary = simulation.run(args.steps)
+    simulation.free()
+    console = runtime.make_console()
+    console.print(
+        f"{config.case.name}: {summary['steps']} steps on {summary['ranks']} ranks "
+        f"({'x'.join(map(str, summary['proc_grid']))} grid), "
+        f"{'x'.join(map(str, summary['grid']))} cells"
+    )
+    table = Table()
+    table.add_column("phase")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    for phase, seconds in summary["phases"].items():
+        share = seconds / summary["wall_time"] if summary["wall_time"] else 0.0
+        table.add_row(phase, f"{seconds:.3f} s", f"{100 * share:.1f} %")
+    table.add_row("total", f"{summary['wall_time']:.3f} s", "100 %")
+    console.print(table)
+    statistics = summary["final_statistics"]
+    console.print(
+        f"time per step {summary['time_per_step']['median']:.4f} s (median), simulated time "
+        f"{summary['final_time']:.4g}, kinetic energy {statistics.get('kinetic_energy', 0):.6g}"
+        f", max |div u| {statistics.get('max_divergence', 0):.2e}"
+    )
+    console.print(f"outputs in {output}/ (stats.csv, timings.json, images/, checkpoints/)")
+    return 0
 
 
 def command_info(args) -> int:

@@ -15,3 +15,23 @@ class ConfigError(TachyflowError, ValueError):
 
 class DecompositionError(TachyflowError, ValueError):
     """A domain decomposition cannot be built as requested (grid, sizes, process counts)."""
+
+
+class SimulationDiverged(TachyflowError, RuntimeError):
+    """A run blew up: a field became non-finite or the CFL number passed its limit.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong.
+    step, time : int, float
+        Step and simulated time of the last completed step.
+    field : str
+        Name of the offending field.
+    """
+
+    def __init__(self, message: str, *, step: int, time: float, field: str):
+        super().__init__(f"{message} (step {step}, t = {time:g}, field {field!r})")
+        self.step = step
+        self.time = time
+        self.field = field

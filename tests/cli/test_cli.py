@@ -149,3 +149,44 @@ def test_bench_poisson_end_to_end(tmp_path):
     ours = document["results"][0]
     assert ours["name"] == "tachyflow-poisson" and ours["verified"]
     assert ours["max_error"] < 1e-10
+
+
+def test_run_writes_the_output_folder_and_restarts(tmp_path):
+    output = tmp_path / "poiseuille"
+    result = tachyflow("run", "poiseuille", "-n", "2", "--steps", "20", "-o", str(output))
+    assert result.returncode == 0, result.stderr
+    assert "time per step" in result.stdout and "transposes" in result.stdout
+    for name in (
+        "config.toml",
+        "log.txt",
+        "stats.csv",
+        "timings.json",
+        "images/statistics.png",
+        "checkpoints/step_00000020.npz",
+    ):
+        assert (output / name).exists(), name
+    timings = json.loads((output / "timings.json").read_text())
+    assert timings["steps"] == 20 and timings["ranks"] == 2
+    assert set(timings["phases"]) == {
+        "fft",
+        "transposes",
+        "tdma",
+        "advection",
+        "diffusion",
+        "other",
+    }
+    again = tachyflow(
+        "run", "poiseuille", "--steps", "5", "-o", str(output), "--restart", "latest"
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads((output / "timings.json").read_text())["final_step"] == 25
+
+
+def test_run_with_a_bad_case_file_fails_in_one_line(tmp_path):
+    case_file = tmp_path / "bad.toml"
+    case_file.write_text("[flow]\nviscosity = -0.1\n")
+    result = tachyflow("run", str(case_file), "-n", "2", timeout=60)
+    assert result.returncode == 2
+    assert f"{case_file}: 'flow.viscosity' must be positive, got -0.1" in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(error_lines) == 1, result.stderr

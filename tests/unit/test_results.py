@@ -4,13 +4,8 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow.bench.report import write_report
-from tachyflow.bench.results import (
-    new_results,
-    read_results,
-    replacing,
-    summarize,
-    write_json,
-)
+from tachyflow.bench.results import new_results, read_results, summarize, write_json
+from tachyflow.io.files import replacing
 
 
 def test_summarize_reports_median_and_min():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.bench.results import replacing
+from tachyflow.io.files import replacing
 
 
 def plot_samples(

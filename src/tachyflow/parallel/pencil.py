@@ -243,6 +243,20 @@ class PencilDecomposition:
         """This rank's piece of a global array that every rank holds (a copy)."""
         return np.ascontiguousarray(global_array[self.pencils[orientation].slices])
 
+    def gather_global(self, local: np.ndarray, orientation: str, root: int = 0):
+        """The global array assembled on ``root`` from every rank's piece (collective).
+
+        Returns ``None`` on the other ranks. Meant for output of moderate size (images,
+        checkpoints); the pieces travel as pickled arrays.
+        """
+        pieces = self.comm.gather(np.ascontiguousarray(local), root=root)
+        if self.rank != root:
+            return None
+        whole = np.empty(self.global_shape, dtype=local.dtype)
+        for pencil, piece in zip(self.all_pencils(orientation), pieces, strict=True):
+            whole[pencil.slices] = piece
+        return whole
+
     def subarray(self, dtype, shape, subshape, start):
         """A committed MPI subarray datatype, created once and owned by this decomposition."""
         from mpi4py.util import dtlib

@@ -213,7 +213,7 @@ class IncompressibleSolver:
             field = getattr(self, name)
             at_faces = name == "v"
             if self.walls:
-                with self.timer("tdma"):
+                with self.timer("implicit"):
                     increment += (
                         dt * alpha * nu * stencils.laplacian_y(field, self.metrics, at_faces)
                     )
@@ -302,21 +302,32 @@ class IncompressibleSolver:
         divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
         return self._max(np.abs(divergence).max(initial=0.0))
 
-    def stable_time_step(self, cfl: float = 0.5) -> float:
-        """Largest Δt with convective CFL ``cfl`` and explicit viscous stability (collective)."""
+    def _convective_rate(self) -> float:
+        """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""
         widths = self.grid.widths_y[None, :, None]
         rate = (
             np.abs(self.halo.interior(self.u)) / self.dx
             + np.abs(self.halo.interior(self.v)) / widths
             + np.abs(self.halo.interior(self.w)) / self.dz
         )
-        convective = self._max(rate.max(initial=0.0))
+        return self._max(rate.max(initial=0.0))
+
+    def cfl_number(self, dt: float) -> float:
+        """Convective CFL number ``Δt max(|u|/Δx + |v|/Δy + |w|/Δz)`` (collective)."""
+        return dt * self._convective_rate()
+
+    def stable_time_step(self, cfl: float = 0.5) -> float:
+        """Largest Δt with convective CFL ``cfl`` and explicit viscous stability (collective).
+
+        RK3 is stable up to CFL √3 for advection and down to -2.51 on the real axis for
+        the explicit viscous terms (the wall-normal ones are implicit with walls).
+        """
         inverse_squares = 1.0 / self.dx**2 + 1.0 / self.dz**2
         if not self.walls:
             inverse_squares += 1.0 / self.grid.widths_y.min() ** 2
-        # RK3 is stable for imaginary eigenvalues up to √3 and real ones down to -2.51.
         viscous = 2.51 / (self.viscosity * 4.0 * inverse_squares)
-        return viscous if convective == 0 else min(cfl * np.sqrt(3.0) / convective, viscous)
+        convective = self._convective_rate()
+        return viscous if convective == 0 else min(cfl / convective, viscous)
 
     def statistics(self) -> dict:
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""

@@ -1,0 +1,1 @@
+"""Visualisation of running simulations (batch images for now)."""

@@ -1,0 +1,81 @@
+"""Batch images of a run: velocity slices and the statistics history (matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.io.files import replacing
+from tachyflow.numerics.grid import StaggeredGrid
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure, path) -> Path:
+    plt = _pyplot()
+    figure.tight_layout()
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=100, format="png")
+    plt.close(figure)
+    return Path(path)
+
+
+def plot_slices(u: np.ndarray, grid: StaggeredGrid, step: int, time: float, path) -> Path:
+    """Streamwise velocity on an x-y plane (mid z) and an x-z plane (quarter height)."""
+    plt = _pyplot()
+    nx, ny, nz = grid.shape
+    lx, _, lz = grid.lengths
+    x = (np.arange(nx) + 1.0) * grid.spacing_x
+    z = (np.arange(nz) + 0.5) * grid.spacing_z
+    y = grid.centres_y
+    figure, axes = plt.subplots(2, 1, figsize=(8, 6.5))
+    plane = u[:, :, nz // 2]
+    image = axes[0].pcolormesh(x, y, plane.T, shading="auto", cmap="RdBu_r")
+    axes[0].set_title(f"u on the x-y plane z = {z[nz // 2]:.3g}")
+    axes[0].set_xlabel("x")
+    axes[0].set_ylabel("y")
+    axes[0].set_aspect("equal")
+    figure.colorbar(image, ax=axes[0], shrink=0.8)
+    j = ny // 4
+    plane = u[:, j, :]
+    image = axes[1].pcolormesh(x, z, plane.T, shading="auto", cmap="RdBu_r")
+    axes[1].set_title(f"u on the x-z plane y = {y[j]:.3g}")
+    axes[1].set_xlabel("x")
+    axes[1].set_ylabel("z")
+    axes[1].set_aspect("equal")
+    axes[1].set_xlim(0, lx)
+    axes[1].set_ylim(0, lz)
+    figure.colorbar(image, ax=axes[1], shrink=0.8)
+    figure.suptitle(f"step {step}, t = {time:.4g}")
+    return _save(figure, path)
+
+
+def plot_history(history: list[dict], path) -> Path:
+    """Kinetic energy, dissipation, CFL and divergence against time."""
+    plt = _pyplot()
+    times = [h["time"] for h in history]
+    panels = [
+        ("kinetic_energy", "kinetic energy", False),
+        ("dissipation", "dissipation", False),
+        ("cfl", "CFL number", False),
+        ("max_divergence", "max |div u|", True),
+    ]
+    figure, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
+    for axis, (key, label, logarithmic) in zip(axes.ravel(), panels, strict=True):
+        values = [h[key] for h in history]
+        axis.plot(times, values, marker="." if len(times) < 30 else None)
+        axis.set_ylabel(label)
+        if logarithmic and all(v > 0 for v in values):
+            axis.set_yscale("log")
+        axis.grid(alpha=0.3)
+    for axis in axes[1]:
+        axis.set_xlabel("time")
+    return _save(figure, path)

@@ -1,0 +1,129 @@
+import numpy as np
+import pytest
+from mpi4py import MPI
+from pytest_mpi import parallel_assert
+
+from tachyflow import config
+from tachyflow.errors import ConfigError, SimulationDiverged
+from tachyflow.io.checkpoint import latest_checkpoint, read_checkpoint
+from tachyflow.simulation import Simulation
+
+CASE = """
+[case]
+name = "small-channel"
+[grid]
+cells = [8, 10, 6]
+lengths = [6.0, 2.0, 3.0]
+walls = true
+stretching = 1.2
+[flow]
+viscosity = 0.01
+forcing = "flow-rate"
+forcing_value = 1.0
+initial = "perturbed-channel"
+perturbation = 0.2
+[time]
+steps = 6
+cfl = 0.6
+[output]
+statistics_every = 2
+checkpoint_every = 3
+"""
+
+
+def shared_folder(tmp_path_factory, comm):
+    folder = tmp_path_factory.mktemp("run") if comm.rank == 0 else None
+    return comm.bcast(folder, root=0)
+
+
+def final_fields(simulation):
+    return [simulation._gather(name) for name in ("u", "v", "w")]
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_restart_continues_bit_identically(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    straight = Simulation(case, folder / "straight", comm, planning="estimate")
+    straight.run(6)
+    expected = final_fields(straight)
+    straight.free()
+    first = Simulation(case, folder / "first", comm, planning="estimate")
+    first.run(3)
+    first.free()
+    checkpoint = comm.bcast(
+        str(latest_checkpoint(folder / "first" / "checkpoints")) if comm.rank == 0 else None
+    )
+    second = Simulation(case, folder / "second", comm, restart=checkpoint, planning="estimate")
+    second.run(3)
+    result = final_fields(second)
+    steps = second.solver.steps
+    second.free()
+    if comm.rank == 0:
+        identical = all(np.array_equal(a, b) for a, b in zip(result, expected, strict=True))
+        written = sorted(p.name for p in (folder / "straight").iterdir())
+    else:
+        identical, written = True, []
+    parallel_assert(identical and steps == 6, "restart diverged from the straight run")
+    if comm.rank == 0:
+        assert written == [
+            "checkpoints",
+            "config.toml",
+            "images",
+            "log.txt",
+            "stats.csv",
+            "timings.json",
+        ]
+        stats = (folder / "straight" / "stats.csv").read_text().splitlines()
+        assert stats[0].startswith("step,time,dt,cfl,kinetic_energy")
+        assert [line.split(",")[0] for line in stats[1:]] == ["2", "4", "6"]
+
+
+@pytest.mark.parallel([1, 2])
+def test_non_finite_field_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml").replace("output", checkpoint_every=1)
+    folder = shared_folder(tmp_path_factory, comm)
+    simulation = Simulation(case, folder, comm, planning="estimate")
+    simulation.run(3)
+    if comm.rank == comm.size - 1:  # poison one rank only: every rank must still stop
+        simulation.solver.halo.interior(simulation.solver.u)[0, 0, 0] = np.nan
+    with pytest.raises(
+        # Step 3 if the NaN reaches the adaptive time step, else step 4 after it spread.
+        SimulationDiverged,
+        match=r"not finite \(step [34], t = [\d.e-]+, field 'u'\)",
+    ):
+        simulation.run(2)
+    last_good = comm.bcast(latest_checkpoint(folder / "checkpoints") if comm.rank == 0 else None)
+    assert int(read_checkpoint(last_good, case.grid.cells)["step"]) == 3
+    assert latest_checkpoint(folder / "checkpoints").name == "step_00000003.npz"
+    simulation.free()
+
+
+@pytest.mark.parallel([2])
+def test_cfl_beyond_the_limit_stops_the_run(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml").replace("time", dt=0.8, cfl=0.6)
+    simulation = Simulation(case, shared_folder(tmp_path_factory, comm), comm, planning="estimate")
+    with pytest.raises(
+        SimulationDiverged,
+        match=r"CFL number [\d.]+ exceeds max_cfl = 2.0 "
+        r"\(step 1, t = 0.8, field 'u'\)",
+    ):
+        simulation.run(3)
+    simulation.free()
+
+
+@pytest.mark.parallel([2])
+def test_corrupt_or_missing_checkpoint_is_a_clear_error_on_every_rank(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    if comm.rank == 0:
+        (folder / "bad.npz").write_bytes(b"not a zip file")
+    comm.Barrier()
+    with pytest.raises(ConfigError, match="corrupt or not a tachyflow checkpoint"):
+        Simulation(case, folder / "out", comm, restart=folder / "bad.npz", planning="estimate")
+    with pytest.raises(ConfigError, match="does not exist"):
+        Simulation(case, folder / "out", comm, restart=folder / "none.npz", planning="estimate")

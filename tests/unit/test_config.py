@@ -1,0 +1,51 @@
+import pytest
+
+from tachyflow import config
+from tachyflow.errors import ConfigError
+
+
+def test_builtin_cases_load_and_round_trip_through_toml():
+    assert {"channel", "poiseuille", "taylor-green"} <= set(config.builtin_cases())
+    for name in config.builtin_cases():
+        case = config.load(name)
+        assert case.case.name == name
+        assert config.parse(case.to_toml()) == case
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[flow]\nviscocity = 1.0", "unknown key 'flow.viscocity'"),
+        ("[solver]\nx = 1", r"unknown section \[solver\]"),
+        ("[flow]\nviscosity = -1.0", "'flow.viscosity' must be positive, got -1.0"),
+        ("[grid]\ncells = [4, 4]", "'grid.cells' must be a list of 3 values"),
+        ("[grid]\ncells = [4, 0, 4]", "'grid.cells' must be 3 positive integers"),
+        ("[time]\nsteps = 1.5", "'time.steps' must be int, got 1.5"),
+        ("[grid]\nwalls = 1", "'grid.walls' must be bool, got 1"),
+        ("[flow]\nforcing = 'wind'", "'flow.forcing' must be one of"),
+        ("[grid]\nstretching = 1.0", "0 without walls"),
+        ("[time]\ncfl = 3.0", r"'time.cfl' must be in \(0, max_cfl = 2.0\]"),
+        ("[grid\n", "not valid TOML"),
+    ],
+)
+def test_bad_case_files_name_the_key_and_the_file(text, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        config.parse(text, "my_case.toml")
+    assert str(error.value).startswith("my_case.toml: ")
+
+
+def test_load_reports_unknown_names_and_missing_files(tmp_path):
+    with pytest.raises(ConfigError, match="no case named 'chanel': built-in cases are"):
+        config.load("chanel")
+    with pytest.raises(ConfigError, match="does not exist"):
+        config.load(str(tmp_path / "missing.toml"))
+    case_file = tmp_path / "mine.toml"
+    case_file.write_text("[case]\nname = 'mine'\n[time]\nsteps = 3\n")
+    assert config.load(str(case_file)).time.steps == 3
+
+
+def test_replace_validates_again():
+    case = config.load("poiseuille")
+    assert case.replace("time", steps=5).time.steps == 5
+    with pytest.raises(ConfigError, match=r"time\.steps"):
+        case.replace("time", steps=0)
