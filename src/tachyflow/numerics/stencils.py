@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from tachyflow.numerics.grid import StaggeredGrid
@@ -64,96 +65,183 @@ class YMetrics:
         return cls(column(widths), column(ghosted[2:]), column(gaps[1:]), column(gaps[:-1]))
 
 
-def divergence(u, v, w, metrics: YMetrics, dx: float, dz: float) -> np.ndarray:
-    """Divergence at cell centres."""
-    return (
-        (shifted(u) - shifted(u, di=-1)) / dx
-        + (shifted(v) - shifted(v, dj=-1)) / metrics.width
-        + (shifted(w) - shifted(w, dk=-1)) / dz
+@numba.njit(cache=True)
+def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
+    nx, ny, nz = out.shape
+    for i in range(1, nx + 1):
+        for j in range(1, ny + 1):
+            inverse_width = 1.0 / width[j - 1]
+            for k in range(1, nz + 1):
+                out[i - 1, j - 1, k - 1] = scale * (
+                    (u[i, j, k] - u[i - 1, j, k]) / dx
+                    + (v[i, j, k] - v[i, j - 1, k]) * inverse_width
+                    + (w[i, j, k] - w[i, j, k - 1]) / dz
+                )
+
+
+def divergence(u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0) -> np.ndarray:
+    """``scale * ∇·u`` at the owned cell centres (a new C-ordered array)."""
+    out = np.empty(tuple(n - 2 for n in u.shape))
+    _divergence(u, v, w, metrics.width.ravel(), dx, dz, scale, out)
+    return out
+
+
+@numba.njit(cache=True)
+def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face):  # pragma: no cover
+    nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
+    for i in range(1, nx + 1):
+        for j in range(1, ny + 1):
+            inverse_gap = 1.0 / gap[j - 1]
+            for k in range(1, nz + 1):
+                centre = p[i, j, k]
+                u[i, j, k] -= factor * (p[i + 1, j, k] - centre) / dx
+                if j <= last_v_face:
+                    v[i, j, k] -= factor * (p[i, j + 1, k] - centre) * inverse_gap
+                w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / dz
+
+
+def subtract_gradient(
+    u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool
+) -> None:
+    """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
+    their value (the last owned v face is the upper wall)."""
+    ny = u.shape[1] - 2
+    _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor, ny - 1 if walls else ny)
+
+
+@numba.njit(cache=True)
+def _add_viscous(
+    f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out
+):  # pragma: no cover
+    nx, ny, nz = out.shape
+    inverse_dx2, inverse_dz2 = 1.0 / dx**2, 1.0 / dz**2
+    for i in range(1, nx + 1):
+        for j in range(1, ny + 1):
+            if at_faces:
+                up, down, across = width_up[j - 1], width[j - 1], gap[j - 1]
+            else:
+                up, down, across = gap[j - 1], gap_down[j - 1], width[j - 1]
+            for k in range(1, nz + 1):
+                centre = f[i, j, k]
+                value = 0.0
+                if with_xz:
+                    value += (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k]) * inverse_dx2 + (
+                        f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1]
+                    ) * inverse_dz2
+                if with_y:
+                    value += (
+                        (f[i, j + 1, k] - centre) / up - (centre - f[i, j - 1, k]) / down
+                    ) / across
+                out[i - 1, j - 1, k - 1] += nu * value
+
+
+def add_viscous(
+    f,
+    metrics: YMetrics,
+    dx: float,
+    dz: float,
+    viscosity: float,
+    out,
+    x_and_z: bool = True,
+    y: bool = True,
+    at_faces: bool = False,
+) -> np.ndarray:
+    """``out += ν ∇² f`` over the owned cells (numba, one pass); returns ``out``.
+
+    ``x_and_z`` and ``y`` choose the directions (uniform in x and z, flux form in y);
+    ``at_faces`` is True for a field on y-faces (v), False for one at y-centres (u, w, p).
+    """
+    _add_viscous(
+        f,
+        metrics.width.ravel(),
+        metrics.width_up.ravel(),
+        metrics.gap.ravel(),
+        metrics.gap_down.ravel(),
+        dx,
+        dz,
+        viscosity,
+        x_and_z,
+        y,
+        at_faces,
+        out,
     )
+    return out
 
 
-def pressure_gradient(p, metrics: YMetrics, dx: float, dz: float):
-    """Gradient of a cell-centred field at the u, v and w faces."""
-    return (
-        (shifted(p, di=1) - shifted(p)) / dx,
-        (shifted(p, dj=1) - shifted(p)) / metrics.gap,
-        (shifted(p, dk=1) - shifted(p)) / dz,
-    )
-
-
-def laplacian_xz(f, dx: float, dz: float) -> np.ndarray:
-    """x and z second differences (uniform spacing)."""
-    centre = shifted(f)
-    return (shifted(f, di=1) - 2 * centre + shifted(f, di=-1)) / dx**2 + (
-        shifted(f, dk=1) - 2 * centre + shifted(f, dk=-1)
-    ) / dz**2
-
-
-def laplacian_y(f, metrics: YMetrics, at_faces: bool) -> np.ndarray:
-    """y second difference of a field at cell centres (``at_faces=False``: u, w, p) or at
-    y-faces (``True``: v), in flux form."""
-    centre = shifted(f)
-    if at_faces:
-        upper = (shifted(f, dj=1) - centre) / metrics.width_up
-        lower = (centre - shifted(f, dj=-1)) / metrics.width
-        return (upper - lower) / metrics.gap
-    upper = (shifted(f, dj=1) - centre) / metrics.gap
-    lower = (centre - shifted(f, dj=-1)) / metrics.gap_down
-    return (upper - lower) / metrics.width
+@numba.njit(cache=True)
+def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
+    nx, ny, nz = out_u.shape
+    for i in range(1, nx + 1):
+        for j in range(1, ny + 1):
+            inverse_width = 1.0 / width[j - 1]
+            inverse_gap = 1.0 / gap[j - 1]
+            for k in range(1, nz + 1):
+                # Products on the cell's upper edges and faces (u at i+1/2, v at j+1/2, ...).
+                uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
+                uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
+                vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
+                uv_down = (
+                    0.25 * (u[i, j - 1, k] + u[i, j, k]) * (v[i, j - 1, k] + v[i + 1, j - 1, k])
+                )
+                uv_left = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (v[i - 1, j, k] + v[i, j, k])
+                )
+                uw_back = (
+                    0.25 * (u[i, j, k - 1] + u[i, j, k]) * (w[i, j, k - 1] + w[i + 1, j, k - 1])
+                )
+                uw_left = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
+                )
+                vw_back = (
+                    0.25 * (v[i, j, k - 1] + v[i, j, k]) * (w[i, j, k - 1] + w[i, j + 1, k - 1])
+                )
+                vw_down = (
+                    0.25 * (v[i, j - 1, k] + v[i, j - 1, k + 1]) * (w[i, j - 1, k] + w[i, j, k])
+                )
+                uu_right = 0.25 * (u[i, j, k] + u[i + 1, j, k]) ** 2
+                uu_left = 0.25 * (u[i - 1, j, k] + u[i, j, k]) ** 2
+                vv_up = 0.25 * (v[i, j, k] + v[i, j + 1, k]) ** 2
+                vv_down = 0.25 * (v[i, j - 1, k] + v[i, j, k]) ** 2
+                ww_front = 0.25 * (w[i, j, k] + w[i, j, k + 1]) ** 2
+                ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
+                out_u[i - 1, j - 1, k - 1] = -(
+                    (uu_right - uu_left) / dx
+                    + (uv - uv_down) * inverse_width
+                    + (uw - uw_back) / dz
+                )
+                out_v[i - 1, j - 1, k - 1] = -(
+                    (uv - uv_left) / dx + (vv_up - vv_down) * inverse_gap + (vw - vw_back) / dz
+                )
+                out_w[i - 1, j - 1, k - 1] = -(
+                    (uw - uw_left) / dx
+                    + (vw - vw_down) * inverse_width
+                    + (ww_front - ww_back) / dz
+                )
 
 
 def advection(u, v, w, metrics: YMetrics, dx: float, dz: float):
-    """``∇·(u u)`` for the three components, each at its own faces."""
-    half = 0.5
-    # Products on the edges shared by two components.
-    uv = half * (shifted(u) + shifted(u, dj=1)) * half * (shifted(v) + shifted(v, di=1))
-    uw = half * (shifted(u) + shifted(u, dk=1)) * half * (shifted(w) + shifted(w, di=1))
-    vw = half * (shifted(v) + shifted(v, dk=1)) * half * (shifted(w) + shifted(w, dj=1))
-    # The same products one cell lower, from the ghost layer.
-    uv_down = (
-        half
-        * (shifted(u, dj=-1) + shifted(u))
-        * half
-        * (shifted(v, dj=-1) + shifted(v, di=1, dj=-1))
-    )
-    uv_left = (
-        half
-        * (shifted(u, di=-1) + shifted(u, di=-1, dj=1))
-        * half
-        * (shifted(v, di=-1) + shifted(v))
-    )
-    uw_back = (
-        half
-        * (shifted(u, dk=-1) + shifted(u))
-        * half
-        * (shifted(w, dk=-1) + shifted(w, di=1, dk=-1))
-    )
-    uw_left = (
-        half
-        * (shifted(u, di=-1) + shifted(u, di=-1, dk=1))
-        * half
-        * (shifted(w, di=-1) + shifted(w))
-    )
-    vw_back = (
-        half
-        * (shifted(v, dk=-1) + shifted(v))
-        * half
-        * (shifted(w, dk=-1) + shifted(w, dj=1, dk=-1))
-    )
-    vw_down = (
-        half
-        * (shifted(v, dj=-1) + shifted(v, dj=-1, dk=1))
-        * half
-        * (shifted(w, dj=-1) + shifted(w))
-    )
-    uu_right = (half * (shifted(u) + shifted(u, di=1))) ** 2
-    uu_left = (half * (shifted(u, di=-1) + shifted(u))) ** 2
-    vv_up = (half * (shifted(v) + shifted(v, dj=1))) ** 2
-    vv_down = (half * (shifted(v, dj=-1) + shifted(v))) ** 2
-    ww_front = (half * (shifted(w) + shifted(w, dk=1))) ** 2
-    ww_back = (half * (shifted(w, dk=-1) + shifted(w))) ** 2
-    advect_u = (uu_right - uu_left) / dx + (uv - uv_down) / metrics.width + (uw - uw_back) / dz
-    advect_v = (uv - uv_left) / dx + (vv_up - vv_down) / metrics.gap + (vw - vw_back) / dz
-    advect_w = (uw - uw_left) / dx + (vw - vw_down) / metrics.width + (ww_front - ww_back) / dz
-    return advect_u, advect_v, advect_w
+    """``-∇·(u u)`` for the three components, each at its own faces (numba, one pass).
+
+    The sign is that of the term on the right-hand side of the momentum equation.
+
+    Products on the edges shared by two components use centred averages, e.g. ``uv`` at
+    ``(i + 1/2, j + 1/2)`` is the y-average of u times the x-average of v.
+    """
+    shape = tuple(n - 2 for n in u.shape)
+    out = [np.empty(shape) for _ in range(3)]
+    _advection(u, v, w, metrics.width.ravel(), metrics.gap.ravel(), dx, dz, *out)
+    return tuple(out)
+
+
+@numba.njit(cache=True)
+def _combine(a, x, b, y, out):  # pragma: no cover
+    flat_x, flat_y, flat_out = x.ravel(), y.ravel(), out.ravel()
+    for index in range(flat_out.size):
+        flat_out[index] = a * flat_x[index] + b * flat_y[index]
+
+
+def combine(a: float, x: np.ndarray, b: float, y: np.ndarray) -> np.ndarray:
+    """``a x + b y`` in one pass (a new array)."""
+    out = np.empty_like(x)
+    _combine(a, x, b, y, out)
+    return out

@@ -137,3 +137,44 @@ def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None
     else:
         _solve_open(*bands, shift, pinned, rhs, factor)
     return rhs
+
+
+@numba.njit(cache=True)
+def _solve_factored(lower, inverse_pivot, factor, rhs):  # pragma: no cover
+    n0, n, n2 = rhs.shape
+    for i in range(n0):
+        for k in range(n2):
+            rhs[i, 0, k] *= inverse_pivot[0]
+        for j in range(1, n):
+            for k in range(n2):
+                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) * inverse_pivot[j]
+        for j in range(n - 2, -1, -1):
+            for k in range(n2):
+                rhs[i, j, k] -= factor[j] * rhs[i, j + 1, k]
+
+
+class FactoredTridiagonal:
+    """One tridiagonal matrix factorised once, then applied to every line along axis 1.
+
+    For systems that are the same on every line (implicit viscous terms): the solve is a
+    forward and a backward sweep with no division.
+    """
+
+    def __init__(self, lower, diagonal, upper):
+        self.lower = np.ascontiguousarray(lower, dtype=np.float64)
+        diagonal = np.asarray(diagonal, dtype=np.float64)
+        upper = np.asarray(upper, dtype=np.float64)
+        n = len(diagonal)
+        self.inverse_pivot = np.empty(n)
+        self.factor = np.empty(n)
+        previous_factor = 0.0
+        for j in range(n):
+            pivot = diagonal[j] - (self.lower[j] * previous_factor if j else 0.0)
+            self.inverse_pivot[j] = 1.0 / pivot
+            previous_factor = self.factor[j] = upper[j] / pivot
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """Solve in place for a float64 array of shape ``(n0, n, n2)``; returns it."""
+        if rhs.size:
+            _solve_factored(self.lower, self.inverse_pivot, self.factor, rhs)
+        return rhs

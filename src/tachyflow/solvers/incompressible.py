@@ -28,7 +28,7 @@ from mpi4py import MPI
 
 from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
-from tachyflow.numerics.tdma import solve_tridiagonal_lines
+from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
@@ -97,6 +97,7 @@ class IncompressibleSolver:
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z
         self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self._potential = decomposition.zeros("y")
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -105,6 +106,7 @@ class IncompressibleSolver:
         )
         self._wall_ghost = self._wall_extrapolation()
         self._implicit_bands = self._viscous_bands() if self.walls else None
+        self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -186,17 +188,33 @@ class IncompressibleSolver:
 
     # -- time stepping -----------------------------------------------------------------------
 
+    def _implicit_operator(self, at_faces: bool, alpha_dt: float) -> FactoredTridiagonal:
+        """``I - α Δt ν/2 ∂²_y`` for centre or face fields, factorised (cached per α Δt)."""
+        key = (at_faces, alpha_dt)
+        operator = self._implicit_cache.get(key)
+        if operator is None:
+            if len(self._implicit_cache) > 12:  # Δt changes every step when adaptive
+                self._implicit_cache.clear()
+            lower, diagonal, upper = self._implicit_bands[1 if at_faces else 0]
+            factor = -0.5 * alpha_dt * self.viscosity
+            implicit_diagonal = 1.0 + factor * diagonal
+            if at_faces:
+                implicit_diagonal[-1] = 1.0  # identity row: v stays 0 on the upper wall
+            operator = FactoredTridiagonal(factor * lower, implicit_diagonal, factor * upper)
+            self._implicit_cache[key] = operator
+        return operator
+
     def _explicit_terms(self):
         metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
         with self.timer("advection"):
-            terms = [-a for a in stencils.advection(self.u, self.v, self.w, metrics, dx, dz)]
+            terms = list(stencils.advection(self.u, self.v, self.w, metrics, dx, dz))
         with self.timer("diffusion"):
             for index, (field, at_faces) in enumerate(
                 ((self.u, False), (self.v, True), (self.w, False))
             ):
-                terms[index] += nu * stencils.laplacian_xz(field, dx, dz)
-                if not self.walls:
-                    terms[index] += nu * stencils.laplacian_y(field, metrics, at_faces)
+                stencils.add_viscous(
+                    field, metrics, dx, dz, nu, terms[index], y=not self.walls, at_faces=at_faces
+                )
         if self.forcing.kind == "pressure-gradient":
             terms[0] += self.forcing.value
         return terms
@@ -207,24 +225,23 @@ class IncompressibleSolver:
         terms = self._explicit_terms()
         nu = self.viscosity
         for index, name in enumerate("uvw"):
-            increment = dt * gamma * terms[index]
-            if rho:
-                increment += dt * rho * self._previous[index]
+            previous = self._previous[index] if rho else terms[index]
+            increment = stencils.combine(dt * gamma, terms[index], dt * rho, previous)
             field = getattr(self, name)
             at_faces = name == "v"
             if self.walls:
                 with self.timer("implicit"):
-                    increment += (
-                        dt * alpha * nu * stencils.laplacian_y(field, self.metrics, at_faces)
+                    stencils.add_viscous(
+                        field,
+                        self.metrics,
+                        self.dx,
+                        self.dz,
+                        dt * alpha * nu,
+                        increment,
+                        x_and_z=False,
+                        at_faces=at_faces,
                     )
-                    lower, diagonal, upper = self._implicit_bands[1 if at_faces else 0]
-                    factor = -0.5 * alpha * dt * nu
-                    implicit_diagonal = 1.0 + factor * diagonal
-                    if at_faces:
-                        implicit_diagonal[-1] = 1.0
-                    solve_tridiagonal_lines(
-                        factor * lower, implicit_diagonal, factor * upper, increment
-                    )
+                    self._implicit_operator(at_faces, alpha * dt).solve(increment)
             self.halo.interior(field)[...] += increment
         self._previous = terms
         self._project(alpha * dt)
@@ -232,19 +249,16 @@ class IncompressibleSolver:
     def _project(self, alpha_dt: float) -> None:
         """Make the velocity divergence-free; the pressure is the projection potential."""
         self._apply_boundaries()
-        divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
+        rhs = stencils.divergence(
+            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
+        )
         with self.timer("poisson"):
-            phi = self.poisson.solve(np.ascontiguousarray(divergence / alpha_dt))
-        self.halo.interior(self.p)[...] = phi
+            self.poisson.solve(rhs, out=self._potential)
+        self.halo.interior(self.p)[...] = self._potential
         self.halo.exchange(self.p)
-        grad_x, grad_y, grad_z = stencils.pressure_gradient(self.p, self.metrics, self.dx, self.dz)
-        self.halo.interior(self.u)[...] -= alpha_dt * grad_x
-        self.halo.interior(self.w)[...] -= alpha_dt * grad_z
-        v = self.halo.interior(self.v)
-        if self.walls:
-            v[:, :-1, :] -= alpha_dt * grad_y[:, :-1, :]
-        else:
-            v -= alpha_dt * grad_y
+        stencils.subtract_gradient(
+            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, alpha_dt, self.walls
+        )
         if self.forcing.kind == "flow-rate":
             self._restore_flow_rate(alpha_dt)
         self._apply_boundaries()
@@ -337,8 +351,9 @@ class IncompressibleSolver:
         w_c = 0.5 * (w + stencils.shifted(self.w, dk=-1))
         energy = 0.5 * self.volume_average(u_c**2 + v_c**2 + w_c**2)
         laplacians = [
-            stencils.laplacian_xz(f, self.dx, self.dz)
-            + stencils.laplacian_y(f, self.metrics, name == "v")
+            stencils.add_viscous(
+                f, self.metrics, self.dx, self.dz, 1.0, np.zeros(u.shape), at_faces=name == "v"
+            )
             for name, f in (("u", self.u), ("v", self.v), ("w", self.w))
         ]
         # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries).
