@@ -45,6 +45,7 @@ bench: install-bench
 	  $(BIN)/tachyflow bench poisson -n 2 --grid $$n $$n $$n --repeats 15 \
 	    -o bench-results || exit 1; \
 	done
+	$(BIN)/tachyflow bench step -n 2 --grid 128 128 128 -o bench-results
 	$(BIN)/tachyflow report bench-results
 
 lint: install

@@ -189,6 +189,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_benchmark_options(poisson, repeats=10)
     poisson.set_defaults(handler=command_bench_poisson)
 
+    step = benchmarks.add_parser(
+        "step",
+        help="time per step of the turbulent channel against a memory-traffic bound",
+        description="Time single RK3 steps of the built-in channel case on the given grid "
+        "after warm-up steps, and measure in the same run the memory-traffic bound "
+        "of a step (np.copyto passes over a rank's fields).",
+    )
+    _add_benchmark_options(step, repeats=5)
+    step.set_defaults(handler=command_bench_step)
+
     report = commands.add_parser(
         "report",
         help="HTML report from results files",
@@ -397,6 +407,24 @@ def command_bench_poisson(args) -> int:
         comm=runtime.world(),
     )
     return _report_benchmark(document, "Poisson solve", args.output)
+
+
+def command_bench_step(args) -> int:
+    """``tachyflow bench step``."""
+    from tachyflow.bench import step
+
+    document = step.run_step_benchmark(
+        args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world()
+    )
+    code = _report_benchmark(document, "channel time step", args.output)
+    bound = document["model"]["memory_bound"]["median"]
+    for entry in document["results"]:
+        if entry["verified"]:
+            runtime.make_console().print(
+                f"memory-traffic bound {bound * 1e3:.2f} ms per step: the step takes "
+                f"{entry['ratio_to_memory_bound']:.1f}x the bound"
+            )
+    return code
 
 
 def command_report(args) -> int:

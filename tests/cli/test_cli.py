@@ -190,3 +190,28 @@ def test_run_with_a_bad_case_file_fails_in_one_line(tmp_path):
     assert f"{case_file}: 'flow.viscosity' must be positive, got -0.1" in result.stderr
     error_lines = [line for line in result.stderr.splitlines() if "error" in line]
     assert len(error_lines) == 1, result.stderr
+
+
+def test_bench_step_end_to_end(tmp_path):
+    result = tachyflow(
+        "bench",
+        "step",
+        "-n",
+        "2",
+        "--grid",
+        "8",
+        "8",
+        "6",
+        "--repeats",
+        "2",
+        "--warmup",
+        "1",
+        "-o",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "memory-traffic bound" in result.stdout
+    document = json.loads((tmp_path / "step_8x8x6_2x1.json").read_text())
+    entry = document["results"][0]
+    assert entry["verified"] and entry["ratio_to_memory_bound"] > 0
+    assert document["model"]["copies_per_step"] == 12

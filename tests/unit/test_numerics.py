@@ -148,3 +148,16 @@ def test_advection_converges_to_the_analytic_divergence_of_uu():
 
     coarse, fine = max_error(16), max_error(32)
     assert 3.8 < coarse / fine < 4.2
+
+
+def test_factored_tridiagonal_matches_the_general_solver():
+    from tachyflow.numerics.tdma import FactoredTridiagonal
+
+    rng = np.random.default_rng(5)
+    n = 9
+    lower, upper = rng.uniform(0.1, 1.0, n), rng.uniform(0.1, 1.0, n)
+    diagonal = 1.0 + lower + upper
+    rhs = rng.standard_normal((4, n, 3))
+    expected = solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy())
+    result = FactoredTridiagonal(lower, diagonal, upper).solve(rhs.copy())
+    assert np.abs(result - expected).max() < 1e-14

@@ -1,0 +1,112 @@
+"""``tachyflow bench step``: time per step of the turbulent channel, and how far from a
+memory-traffic bound it is.
+
+The case is the built-in ``channel`` on the requested grid. After warm-up steps (so the
+flow is no longer the initial condition and numba kernels are compiled), single steps of
+a fixed Δt are timed. The bound is measured in the same run: the time, with every rank
+copying at once, of ``MINIMUM_PASSES`` ``np.copyto`` calls on a rank's field — a step must
+at least read and write u, v and w in each of its three substeps and move the Poisson
+right-hand side and solution (8 field passes per substep, read + write each); every copy
+uses its own arrays so that it streams from memory rather than from cache. The peer
+named by the issue, CaNS, is a Fortran code built outside the repository; its time is
+recorded in ``docs/benchmarks.md``, not measured here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tachyflow import config
+from tachyflow.bench.harness import Candidate, measure, time_interleaved
+from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.results import new_results, summarize
+
+MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes one
+
+
+def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None) -> dict:
+    """Measure channel time steps and the memory bound (collective over ``comm``)."""
+    from mpi4py import MPI
+
+    from tachyflow.simulation import build, set_initial_condition
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    case = config.load("channel").replace("grid", cells=tuple(global_shape))
+    if proc_grid is not None:
+        case = case.replace("parallel", proc_grid=tuple(proc_grid))
+    decomposition, solver = build(case, comm)
+    set_initial_condition(case, solver)
+    dt = solver.stable_time_step(case.time.cfl)
+    params = {
+        "global_shape": list(decomposition.global_shape),
+        "proc_grid": list(decomposition.proc_grid),
+        "dtype": "float64",
+        "repeats": repeats,
+        "warmup": warmup,
+        "case": "channel (Re_tau ~ 180, constant flow rate, walls in y)",
+        "dt": dt,
+    }
+    document = new_results("step", params, comm)
+
+    def step():
+        solver.step(dt)
+
+    for _ in range(warmup):
+        step()
+    healthy = solver.max_divergence() < 1e-9 and bool(
+        np.isfinite(solver.halo.interior(solver.u)).all()
+    )
+    measure(
+        document,
+        [Candidate("tachyflow-step", step, healthy)],
+        comm,
+        repeats,
+        0,
+        f"step {'x'.join(map(str, decomposition.global_shape))}",
+    )
+    # Distinct arrays for every pass, so the copies stream from memory, not from cache.
+    shape = decomposition.local_shape("y")
+    sources = [np.full(shape, float(n)) for n in range(MINIMUM_PASSES)]
+    targets = [np.empty(shape) for _ in range(MINIMUM_PASSES)]
+
+    def stream():
+        for source, target in zip(sources, targets, strict=True):
+            np.copyto(target, source)
+
+    bound = summarize(
+        time_interleaved({"bound": stream}, comm, repeats, 1, description="memory bound")["bound"]
+    )
+    document["model"] = {
+        "memory_bound": bound,
+        "copies_per_step": MINIMUM_PASSES,
+        "bytes_per_copy": 2 * sources[0].nbytes,
+    }
+    for entry in document["results"]:
+        if entry["verified"]:
+            entry["ratio_to_memory_bound"] = entry["median"] / bound["median"]
+    solver.free()
+    decomposition.free()
+    return document
+
+
+def stem(document: dict) -> str:
+    """File name stem: ``step_128x128x128_2x1``."""
+    params = document["params"]
+    return (
+        "step_"
+        + "x".join(map(str, params["global_shape"]))
+        + "_"
+        + "x".join(map(str, params["proc_grid"]))
+    )
+
+
+def plot(document: dict, path):
+    """Box plot of the step times."""
+    params = document["params"]
+    shape = "×".join(map(str, params["global_shape"]))
+    grid = "×".join(map(str, params["proc_grid"]))
+    bound = document.get("model", {}).get("memory_bound", {}).get("median")
+    title = f"Channel time step, {shape}, {document['mpi']['ranks']} ranks ({grid} grid)"
+    if bound:
+        title += f"; memory bound {bound * 1e3:.1f} ms"
+    return plot_samples(document, path, title, "time per step [ms]")
