@@ -9,6 +9,26 @@ import numpy as np
 from tachyflow.io.files import replacing
 
 
+def file_stem(document: dict, *extra: str) -> str:
+    """``BENCHMARK_128x128x128_2x1[_EXTRA...]``: the results file name of a grid benchmark."""
+    params = document["params"]
+    parts = [
+        document["benchmark"],
+        "x".join(map(str, params["global_shape"])),
+        "x".join(map(str, params["proc_grid"])),
+        *extra,
+    ]
+    return "_".join(parts)
+
+
+def grid_title(document: dict, what: str) -> str:
+    """``WHAT, 128×128×128, 2 ranks (2×1 grid)``: the plot title of a grid benchmark."""
+    params = document["params"]
+    shape = "×".join(map(str, params["global_shape"]))
+    grid = "×".join(map(str, params["proc_grid"]))
+    return f"{what}, {shape}, {document['mpi']['ranks']} ranks ({grid} grid)"
+
+
 def plot_samples(
     document: dict, path, title: str, xlabel: str, peer_name: str | None = None
 ) -> Path:

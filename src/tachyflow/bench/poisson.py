@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
-from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results
 from tachyflow.bench.transpose import peer_available
 from tachyflow.numerics import fft
@@ -132,23 +132,12 @@ def run_poisson_benchmark(
 
 def stem(document: dict) -> str:
     """File name stem: ``poisson_128x128x128_2x1``."""
-    params = document["params"]
-    return (
-        "poisson_"
-        + "x".join(map(str, params["global_shape"]))
-        + "_"
-        + "x".join(map(str, params["proc_grid"]))
-    )
+    return file_stem(document)
 
 
 def plot(document: dict, path):
     """Box plot of solve times and the peer's round trips."""
-    params = document["params"]
-    shape = "×".join(map(str, params["global_shape"]))
-    grid = "×".join(map(str, params["proc_grid"]))
-    title = (
-        f"Poisson solve vs FFT round trip, {shape}, {document['mpi']['ranks']} ranks ({grid} grid)"
-    )
+    title = grid_title(document, "Poisson solve vs FFT round trip")
     return plot_samples(
         document, path, title, "time per solve / round trip [ms]", peer_name=PEER_NAME
     )

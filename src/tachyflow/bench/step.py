@@ -18,7 +18,7 @@ import numpy as np
 
 from tachyflow import config
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
-from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results, summarize
 
 MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes one
@@ -91,22 +91,13 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
 
 def stem(document: dict) -> str:
     """File name stem: ``step_128x128x128_2x1``."""
-    params = document["params"]
-    return (
-        "step_"
-        + "x".join(map(str, params["global_shape"]))
-        + "_"
-        + "x".join(map(str, params["proc_grid"]))
-    )
+    return file_stem(document)
 
 
 def plot(document: dict, path):
     """Box plot of the step times."""
-    params = document["params"]
-    shape = "×".join(map(str, params["global_shape"]))
-    grid = "×".join(map(str, params["proc_grid"]))
+    title = grid_title(document, "Channel time step")
     bound = document.get("model", {}).get("memory_bound", {}).get("median")
-    title = f"Channel time step, {shape}, {document['mpi']['ranks']} ranks ({grid} grid)"
     if bound:
         title += f"; memory bound {bound * 1e3:.1f} ms"
     return plot_samples(document, path, title, "time per step [ms]")

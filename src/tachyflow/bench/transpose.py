@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
-from tachyflow.bench.plots import plot_samples
+from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.transpose import METHODS
@@ -177,22 +177,13 @@ def run_transpose_benchmark(
 
 
 def stem(document: dict) -> str:
-    """File name stem of a transpose results document: ``transpose_128x128x128_2x1``."""
-    params = document["params"]
-    shape = "x".join(map(str, params["global_shape"]))
-    grid = "x".join(map(str, params["proc_grid"]))
-    return f"transpose_{shape}_{grid}_{params['dtype']}"
+    """File name stem: ``transpose_128x128x128_2x1_float64``."""
+    return file_stem(document, document["params"]["dtype"])
 
 
 def plot(document: dict, path) -> Path:
     """Box plot of the round-trip samples of every candidate, made from the document alone."""
-    params = document["params"]
-    shape = "×".join(map(str, params["global_shape"]))
-    grid = "×".join(map(str, params["proc_grid"]))
-    title = (
-        f"Pencil transposes, {shape} {params['dtype']}, {document['mpi']['ranks']} ranks "
-        f"({grid} grid)"
-    )
+    title = grid_title(document, f"Pencil transposes ({document['params']['dtype']})")
     return plot_samples(
         document, path, title, "round trip x→y→z→y→x [ms] (lower is better)", peer_name=PEER_NAME
     )
