@@ -67,6 +67,7 @@ class OutputSection:
     statistics_every: int = 10
     checkpoint_every: int = 0
     images_every: int = 0
+    fields_every: int = 0
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ def _validate(config: Config, source: str) -> None:
     require(
         0 < time.cfl <= time.max_cfl, "time.cfl", f"in (0, max_cfl = {time.max_cfl}]", time.cfl
     )
-    for key in ("statistics_every", "checkpoint_every", "images_every"):
+    for key in ("statistics_every", "checkpoint_every", "images_every", "fields_every"):
         value = getattr(output, key)
         require(value >= 0, f"output.{key}", ">= 0", value)
     require(

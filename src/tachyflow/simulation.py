@@ -8,6 +8,7 @@ divergence check after every step. Output folder::
     log.txt         what rank 0 printed, with times
     stats.csv       step, time, dt, CFL, energy, dissipation, bulk velocity, wall shear, ...
     timings.json    wall time per phase (FFT, transposes, TDMA, advection, ...)
+    fields.bp/      ADIOS2 BP5 series of u, v, w, p at cell centres (Fides + VTX attributes)
     checkpoints/    step_XXXXXXXX.npz (the last two)
     images/         velocity slices and the statistics history (PNG)
 """
@@ -28,7 +29,9 @@ from tachyflow import runtime
 from tachyflow.config import Config
 from tachyflow.errors import SimulationDiverged
 from tachyflow.io.checkpoint import read_checkpoint, write_checkpoint
+from tachyflow.io.fields import FieldWriter
 from tachyflow.io.files import replacing
+from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
 from tachyflow.solvers.incompressible import Forcing, IncompressibleSolver
@@ -145,6 +148,8 @@ class Simulation:
         else:
             self._restore(restart)
         self._log_lines: list[str] = []
+        self._fields = None
+        self._append_fields = restart is not None
         if self.root:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "config.toml").write_text(config.to_toml())
@@ -218,6 +223,27 @@ class Simulation:
         if self.history:
             plot_history(self.history, folder / "statistics.png")
 
+    def write_fields(self) -> None:
+        """Append the cell-centred fields to ``fields.bp`` (collective; rank 0 writes)."""
+        solver = self.solver
+        interior = solver.halo.interior
+        centred = {
+            "u": 0.5 * (interior(solver.u) + stencils.shifted(solver.u, di=-1)),
+            "v": 0.5 * (interior(solver.v) + stencils.shifted(solver.v, dj=-1)),
+            "w": 0.5 * (interior(solver.w) + stencils.shifted(solver.w, dk=-1)),
+            "p": interior(solver.p),
+        }
+        gathered = {
+            name: self.decomposition.gather_global(values, "y") for name, values in centred.items()
+        }
+        if not self.root:
+            return
+        if self._fields is None:
+            self._fields = FieldWriter(
+                self.output / "fields.bp", solver.grid, append=self._append_fields
+            )
+        self._fields.write(solver.steps, solver.time, gathered)
+
     # -- the loop --------------------------------------------------------------------------
 
     def _time_step(self) -> float:
@@ -276,11 +302,15 @@ class Simulation:
                     self.write_checkpoint()
                 if output.images_every and solver.steps % output.images_every == 0:
                     self.write_images()
+                if output.fields_every and solver.steps % output.fields_every == 0:
+                    self.write_fields()
                 advance(1)
         if not self.history or self.history[-1]["step"] != solver.steps:
             self._record(dt if steps else 0.0, cfl)
         checkpoint = self.write_checkpoint()
         self.write_images()
+        if output.fields_every and solver.steps % output.fields_every:
+            self.write_fields()  # the final state, unless the loop just wrote it
         return self._summary(step_times, checkpoint)
 
     def _record(self, dt: float, cfl: float) -> None:
@@ -333,6 +363,9 @@ class Simulation:
         return summary
 
     def free(self) -> None:
-        """Release communicators (collective)."""
+        """Close the field series and release communicators (collective)."""
+        if self._fields is not None:
+            self._fields.close()
+            self._fields = None
         self.solver.free()
         self.decomposition.free()

@@ -127,3 +127,37 @@ def test_corrupt_or_missing_checkpoint_is_a_clear_error_on_every_rank(tmp_path_f
         Simulation(case, folder / "out", comm, restart=folder / "bad.npz", planning="estimate")
     with pytest.raises(ConfigError, match="does not exist"):
         Simulation(case, folder / "out", comm, restart=folder / "none.npz", planning="estimate")
+
+
+@pytest.mark.parallel([1, 2])
+@pytest.mark.parametrize("stretching", [0.0, 1.2])
+def test_fields_are_written_as_an_adios2_series_paraview_can_read(tmp_path_factory, stretching):
+    import xml.etree.ElementTree as ElementTree
+
+    import adios2
+
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml").replace("output", fields_every=3)
+    case = case.replace("grid", stretching=stretching)
+    folder = shared_folder(tmp_path_factory, comm)
+    simulation = Simulation(case, folder, comm, planning="estimate")
+    simulation.run(6)
+    u = simulation._gather("u")
+    simulation.free()
+    if comm.rank != 0:
+        return
+    with adios2.FileReader(str(folder / "fields.bp")) as reader:
+        variables = reader.available_variables()
+        attributes = reader.available_attributes()
+        assert variables["u"]["AvailableStepsCount"] == "2"
+        assert list(reader.read("step", step_selection=[0, 2])) == [3, 6]
+        last = reader.read("u", step_selection=[1, 1])
+        assert reader.read_attribute("Fides_Data_Model") == "rectilinear"
+        assert list(reader.read("y", step_selection=[0, 1]).ravel()[:1]) == [0.0]
+    nx, ny, nz = case.grid.cells
+    assert last.shape == (nz, ny, nx)
+    centred_u = 0.5 * (u + np.roll(u, 1, axis=0))
+    assert np.allclose(last.transpose(2, 1, 0), centred_u, rtol=0, atol=1e-15)
+    assert ("vtk.xml" in attributes) == (stretching == 0.0)
+    if stretching == 0.0:
+        ElementTree.fromstring(attributes["vtk.xml"]["Value"].strip('"'))
