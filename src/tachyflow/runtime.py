@@ -142,5 +142,8 @@ def abort_on_exception(error: BaseException, exit_code: int = 1) -> int:
     sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")
     sys.stderr.flush()
     if size > 1:
+        # mpiexec may drop output that is still in flight when the job is killed: give it
+        # a moment to forward the line.
+        time.sleep(0.3)
         communicator.Abort(exit_code)
     return exit_code
