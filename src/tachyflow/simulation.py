@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from mpi4py import MPI
 
 from tachyflow import runtime
 from tachyflow.config import Config
@@ -138,7 +137,7 @@ class Simulation:
 
     def __init__(self, config: Config, output, comm=None, restart=None, planning: str = "measure"):
         self.config = config
-        self.comm = MPI.COMM_WORLD if comm is None else comm
+        self.comm = runtime.world() if comm is None else comm
         self.output = Path(output)
         self.root = self.comm.Get_rank() == 0
         self.decomposition, self.solver = build(config, self.comm, planning)
@@ -256,7 +255,7 @@ class Simulation:
         solver = self.solver
         for name in ("u", "v", "w"):
             finite = bool(np.isfinite(solver.halo.interior(getattr(solver, name))).all())
-            if not self.comm.allreduce(finite, op=MPI.LAND):
+            if not self.decomposition.all(finite):
                 raise SimulationDiverged(
                     "velocity is not finite", step=solver.steps, time=solver.time, field=name
                 )
@@ -290,7 +289,7 @@ class Simulation:
                 dt = self._time_step()
                 if not math.isfinite(dt):
                     self._check_finite()
-                self.comm.Barrier()
+                self.decomposition.barrier()
                 started = time.perf_counter()
                 solver.step(dt)
                 step_times.append(time.perf_counter() - started)
@@ -334,7 +333,7 @@ class Simulation:
             "advection": solver.timer.seconds["advection"],
             "diffusion": solver.timer.seconds["diffusion"],
         }
-        phases = {k: self.comm.allreduce(v, op=MPI.MAX) for k, v in phases.items()}
+        phases = {k: self.decomposition.maximum(v) for k, v in phases.items()}
         phases["other"] = max(total - sum(phases.values()), 0.0)
         summary = {
             "case": self.config.case.name,

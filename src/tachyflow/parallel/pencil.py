@@ -243,6 +243,28 @@ class PencilDecomposition:
         """This rank's piece of a global array that every rank holds (a copy)."""
         return np.ascontiguousarray(global_array[self.pencils[orientation].slices])
 
+    def sum(self, value: float) -> float:
+        """Sum of ``value`` over all ranks (collective)."""
+        from mpi4py import MPI
+
+        return self.comm.allreduce(float(value), op=MPI.SUM)
+
+    def maximum(self, value: float) -> float:
+        """Largest ``value`` over all ranks (collective)."""
+        from mpi4py import MPI
+
+        return self.comm.allreduce(float(value), op=MPI.MAX)
+
+    def all(self, flag: bool) -> bool:
+        """True when ``flag`` is true on every rank (collective)."""
+        from mpi4py import MPI
+
+        return self.comm.allreduce(bool(flag), op=MPI.LAND)
+
+    def barrier(self) -> None:
+        """Wait for every rank (collective)."""
+        self.comm.Barrier()
+
     def gather_global(self, local: np.ndarray, orientation: str, root: int = 0):
         """The global array assembled on ``root`` from every rank's piece (collective).
 

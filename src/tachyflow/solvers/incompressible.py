@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mpi4py import MPI
 
 from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
@@ -296,10 +295,10 @@ class IncompressibleSolver:
     # -- diagnostics -------------------------------------------------------------------------
 
     def _sum(self, value: float) -> float:
-        return self.decomposition.comm.allreduce(float(value), op=MPI.SUM)
+        return self.decomposition.sum(value)
 
     def _max(self, value: float) -> float:
-        return self.decomposition.comm.allreduce(float(value), op=MPI.MAX)
+        return self.decomposition.maximum(value)
 
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
