@@ -50,6 +50,33 @@ def _proc_grid(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _byte_size(text: str) -> int:
+    units = {
+        "kib": 1024,
+        "mib": 1024**2,
+        "gib": 1024**3,
+        "kb": 1000,
+        "mb": 1000**2,
+        "gb": 1000**3,
+        "b": 1,
+    }
+    lowered = text.strip().lower()
+    suffix = next((unit for unit in units if lowered.endswith(unit)), "")
+    try:
+        value = float(lowered[: len(lowered) - len(suffix)]) * units.get(suffix, 1)
+    except ValueError:
+        value = -1.0
+    if value < 0 or value != int(value):
+        raise argparse.ArgumentTypeError(f"expected a size like 8B, 64KiB or 1MiB, got {text!r}")
+    return int(value)
+
+
+def _algorithm_table():
+    from tachyflow.collectives.algorithms import ALGORITHMS
+
+    return ALGORITHMS
+
+
 def _add_ranks_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
@@ -198,6 +225,78 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_benchmark_options(step, repeats=5)
     step.set_defaults(handler=command_bench_step)
+
+    model = commands.add_parser(
+        "model",
+        help="communication cost models: predict, simulate, fit",
+        description="Hockney cost models of collective algorithms: closed-form predictions, "
+        "the schedule simulator, and fits of ping-pong measurements into machine profiles.",
+    )
+    model_commands = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    for action, text in (
+        ("predict", "closed-form time and optimal segment count"),
+        ("simulate", "run the algorithm's schedule in virtual time"),
+    ):
+        action_parser = model_commands.add_parser(action, help=text, description=text + ".")
+        action_parser.add_argument("--op", required=True, choices=sorted(_algorithm_table()))
+        action_parser.add_argument(
+            "--algo",
+            required=True,
+            help="algorithm name (see --help of tachyflow.collectives.algorithms)",
+        )
+        action_parser.add_argument(
+            "-P",
+            "--ranks-count",
+            dest="size",
+            type=_positive_int,
+            required=True,
+            help="number of ranks",
+        )
+        action_parser.add_argument(
+            "--size",
+            dest="nbytes",
+            type=_byte_size,
+            required=True,
+            help="message size, e.g. 8B, 64KiB, 1MiB",
+        )
+        action_parser.add_argument(
+            "--profile",
+            default=None,
+            help="built-in profile (sp2, t3e, pc-cluster, fast-ethernet, "
+            "gigabit-ethernet, myrinet-2000, shared-memory) or a fitted JSON",
+        )
+        action_parser.add_argument(
+            "--segments",
+            type=_positive_int,
+            default=None,
+            help="segment count (default: the model's optimum for pipeline)",
+        )
+        if action == "simulate":
+            action_parser.add_argument(
+                "--check", action="store_true", help="also track the data and verify the result"
+            )
+        action_parser.set_defaults(handler=command_model)
+    fit = model_commands.add_parser(
+        "fit",
+        help="fit a Hockney profile to ping-pong measurements",
+        description="Fit T(m) = alpha + m beta to one-way ping-pong times: a tachyflow "
+        "results JSON, or a text table of size (bytes) and time (osu_latency output).",
+    )
+    fit.add_argument("measurements", help="results JSON or two-column text file")
+    fit.add_argument(
+        "--time-unit",
+        default="us",
+        choices=["s", "ms", "us", "ns"],
+        help="unit of the times in a text file (default us)",
+    )
+    fit.add_argument("--name", default=None, help="profile name (default: the file's stem)")
+    fit.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="profile JSON to write (default PROFILE_NAME.profile.json)",
+    )
+    fit.set_defaults(handler=command_model_fit)
 
     report = commands.add_parser(
         "report",
@@ -425,6 +524,85 @@ def command_bench_step(args) -> int:
                 f"{entry['ratio_to_memory_bound']:.1f}x the bound"
             )
     return code
+
+
+def command_model(args) -> int:
+    """``tachyflow model predict`` and ``tachyflow model simulate``."""
+    import time
+
+    from tachyflow.collectives.algorithms import build
+    from tachyflow.collectives.formulas import optimal_pipeline_segments, predict
+    from tachyflow.collectives.simulator import simulate
+    from tachyflow.models.profiles import load_profile
+
+    if args.algo not in _algorithm_table()[args.op]:
+        raise ConfigError(
+            f"{args.op} algorithm must be one of {sorted(_algorithm_table()[args.op])}, got "
+            f"{args.algo!r}"
+        )
+    profile = load_profile(args.profile)
+    segments = args.segments
+    if segments is None and args.algo == "pipeline":
+        segments = optimal_pipeline_segments(args.size, args.nbytes, profile)
+    header = (
+        f"{args.op} {args.algo}, P = {args.size}, {args.nbytes} B, profile "
+        f"{profile.name} (alpha {profile.alpha * 1e6:.3g} us, "
+        f"{profile.bandwidth / 1e6:.4g} MB/s)"
+    )
+    print(header)
+    if args.model_command == "predict":
+        try:
+            seconds, segments = predict(
+                args.op, args.algo, args.size, args.nbytes, profile, segments
+            )
+            how = "closed form"
+        except ValueError:
+            build(args.op, args.algo, 1, 1)  # an unknown name fails here, with the choices
+            schedule = build(args.op, args.algo, args.size, args.nbytes, 0, segments)
+            seconds, segments = simulate(schedule, profile).time, schedule.segments
+            how = "simulated (no closed form)"
+        print(f"predicted time {seconds * 1e6:.2f} us ({how}), segments {segments or 1}")
+        return 0
+    schedule = build(args.op, args.algo, args.size, args.nbytes, 0, segments)
+    started = time.perf_counter()
+    result = simulate(schedule, profile, check=args.check)
+    elapsed = time.perf_counter() - started
+    print(
+        f"simulated time {result.time * 1e6:.2f} us, segments {schedule.segments}, "
+        f"{result.steps} steps, {result.messages} messages, {result.bytes} B moved"
+    )
+    print(f"critical path ends on rank {result.critical_rank}; simulation took {elapsed:.2f} s")
+    if args.check:
+        print("data tracking: every rank ends with the right data")
+    return 0
+
+
+def command_model_fit(args) -> int:
+    """``tachyflow model fit``."""
+    from pathlib import Path
+
+    from tachyflow.bench.results import write_json
+    from tachyflow.models.fit import read_measurements
+    from tachyflow.models.hockney import fit_hockney
+
+    sizes, times = read_measurements(args.measurements, args.time_unit)
+    name = args.name or Path(args.measurements).stem
+    try:
+        model, quality = fit_hockney(sizes, times, name)
+    except ValueError as error:
+        raise ConfigError(f"{args.measurements}: {error}") from None
+    output = Path(args.output or f"{name}.profile.json")
+    write_json(
+        output, {"model": model.to_dict(), "quality": quality, "source": str(args.measurements)}
+    )
+    print(
+        f"alpha = {model.alpha * 1e6:.4g} us, beta = {model.beta * 1e9:.4g} ns/B "
+        f"({model.bandwidth / 1e9:.4g} GB/s), half-bandwidth size "
+        f"{model.half_bandwidth_size:.0f} B; rms relative error "
+        f"{quality['rms_relative_error']:.2%} over {quality['points']} points"
+    )
+    print(f"wrote {output}")
+    return 0
 
 
 def command_report(args) -> int:

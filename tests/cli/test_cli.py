@@ -215,3 +215,73 @@ def test_bench_step_end_to_end(tmp_path):
     entry = document["results"][0]
     assert entry["verified"] and entry["ratio_to_memory_bound"] > 0
     assert document["model"]["copies_per_step"] == 12
+
+
+def test_model_predict_and_simulate_agree_for_the_pipelined_broadcast():
+    arguments = (
+        "--op",
+        "bcast",
+        "--algo",
+        "pipeline",
+        "-P",
+        "6144",
+        "--size",
+        "1MiB",
+        "--profile",
+        "sp2",
+    )
+    predicted = tachyflow("model", "predict", *arguments)
+    assert predicted.returncode == 0, predicted.stderr
+    assert "segments 2214" in predicted.stdout  # sqrt((P-2) n beta / alpha) of seed 003
+    simulated = tachyflow("model", "simulate", *arguments)
+    assert simulated.returncode == 0, simulated.stderr
+    times = {
+        line.split()[0]: float(line.split()[2])
+        for line in (predicted.stdout + simulated.stdout).splitlines()
+        if line.split()[1:2] == ["time"]
+    }
+    # 2^20 B do not split into 2214 equal pieces: the simulator sees the uneven ones.
+    assert times["simulated"] == pytest.approx(times["predicted"], rel=1e-3)
+    checked = tachyflow(
+        "model",
+        "simulate",
+        "--op",
+        "allreduce",
+        "--algo",
+        "ring",
+        "-P",
+        "100",
+        "--size",
+        "1KiB",
+        "--check",
+    )
+    assert "every rank ends with the right data" in checked.stdout
+
+
+def test_model_fit_reads_osu_output_and_writes_a_usable_profile(tmp_path):
+    table = tmp_path / "osu_latency.txt"
+    rows = "\n".join(
+        f"{size} {2.0 + size / 8000.0:.6f}"
+        for size in (1, 8, 64, 512, 4096, 32768, 262144, 1048576)
+    )
+    table.write_text(f"# OSU MPI Latency Test\n# Size Latency (us)\n{rows}\n")
+    result = tachyflow("model", "fit", str(table), "-o", str(tmp_path / "mine.json"))
+    assert result.returncode == 0, result.stderr
+    assert "alpha = 2 us" in result.stdout and "8 GB/s" in result.stdout
+    predicted = tachyflow(
+        "model",
+        "predict",
+        "--op",
+        "bcast",
+        "--algo",
+        "binomial",
+        "-P",
+        "8",
+        "--size",
+        "8000B",
+        "--profile",
+        str(tmp_path / "mine.json"),
+    )
+    assert "predicted time 9.00 us" in predicted.stdout  # 3 rounds of (2 + 1) us
+    bad = tachyflow("model", "fit", str(tmp_path / "missing.txt"))
+    assert bad.returncode == 2 and "does not exist" in bad.stderr

@@ -1,0 +1,49 @@
+"""Reading ping-pong measurements for ``tachyflow model fit``.
+
+Accepted inputs: a tachyflow results JSON whose entries carry ``size`` (bytes) and
+``median`` (seconds, one-way), or a text file of two numeric columns, message size in
+bytes and one-way time (OSU ``osu_latency`` and NetPIPE-style output; ``#`` comments and
+header lines are skipped), in microseconds unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.errors import ConfigError
+
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarray]:
+    """Sizes (bytes) and one-way times (seconds) from a results JSON or a text table."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"measurement file {str(path)!r} does not exist")
+    if time_unit not in TIME_UNITS:
+        raise ConfigError(f"time unit must be one of {sorted(TIME_UNITS)}, got {time_unit!r}")
+    text = path.read_text()
+    if path.suffix == ".json":
+        try:
+            entries = [e for e in json.loads(text)["results"] if "size" in e and "median" in e]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ConfigError(f"{path} is not a results file with sizes: {error}") from None
+        return (
+            np.array([e["size"] for e in entries], dtype=float),
+            np.array([e["median"] for e in entries], dtype=float),
+        )
+    rows = []
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].replace(",", " ").split()
+        try:
+            size, seconds = float(fields[0]), float(fields[1]) * TIME_UNITS[time_unit]
+        except (IndexError, ValueError):
+            continue  # headers and blank lines
+        rows.append((size, seconds))
+    if not rows:
+        raise ConfigError(f"{path}: no lines with a size and a time")
+    sizes, times = np.array(rows).T
+    return sizes, times

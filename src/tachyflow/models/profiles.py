@@ -1,0 +1,75 @@
+"""Machine profiles: the Hockney parameters of a machine, built in or fitted by the user.
+
+Built-in profiles are the seed papers' machines, so users can ask what-if questions:
+
+- seed 003 (ping-pong fits, µs with m in bytes): IBM SP2 ``46 + 0.035 m``, Cray T3E
+  ``18 + 0.006 m``, PC cluster ``176 + 0.105 m``;
+- seed 001 (NetPIPE peak bandwidths: Fast Ethernet 90 Mb/s, Gigabit Ethernet 410 Mb/s,
+  Myrinet 2000 640 Mb/s). The paper's latency figure is not machine-readable; the start-up
+  times used (70, 45 and 9 µs, TCP for the Ethernets, GM for Myrinet) are typical values
+  of that hardware and are marked as such in each profile's ``source``;
+- ``shared-memory``: the default for ``algo="auto"`` when no fitted profile exists, of the
+  order of an MPI library's intra-node transport (1 µs, 5 GB/s).
+
+A fitted profile is a JSON file written by ``tachyflow model fit``; ``$TACHYFLOW_PROFILE``
+names the one that ``algo="auto"`` uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tachyflow.errors import ConfigError
+from tachyflow.models.hockney import Hockney
+
+MICROSECOND = 1e-6
+PROFILE_VARIABLE = "TACHYFLOW_PROFILE"
+
+_BUILTIN = {
+    "sp2": (46.0, 0.035, "seed 003: IBM SP2 ping-pong fit, 46 + 0.035 m us"),
+    "t3e": (18.0, 0.006, "seed 003: Cray T3E ping-pong fit, 18 + 0.006 m us"),
+    "pc-cluster": (176.0, 0.105, "seed 003: PC cluster ping-pong fit, 176 + 0.105 m us"),
+    "fast-ethernet": (70.0, 8.0 / 90.0, "seed 001: 90 Mb/s NetPIPE peak; 70 us typical"),
+    "gigabit-ethernet": (45.0, 8.0 / 410.0, "seed 001: 410 Mb/s NetPIPE peak; 45 us typical"),
+    "myrinet-2000": (9.0, 8.0 / 640.0, "seed 001: 640 Mb/s NetPIPE peak; 9 us typical"),
+    "shared-memory": (1.0, 0.0002, "default: order of an intra-node MPI transport"),
+}
+
+
+def builtin_profiles() -> dict[str, Hockney]:
+    """Every built-in profile by name (α in s, β in s/B)."""
+    return {
+        name: Hockney(alpha * MICROSECOND, beta * MICROSECOND, name)
+        for name, (alpha, beta, _) in _BUILTIN.items()
+    }
+
+
+def profile_source(name: str) -> str:
+    """Where a built-in profile's numbers come from."""
+    return _BUILTIN[name][2]
+
+
+def load_profile(name_or_path: str | None = None) -> Hockney:
+    """A built-in profile by name, or a fitted one from a JSON file.
+
+    ``None`` means ``$TACHYFLOW_PROFILE`` if set, else ``shared-memory``.
+    """
+    if name_or_path is None:
+        name_or_path = os.environ.get(PROFILE_VARIABLE, "shared-memory")
+    profiles = builtin_profiles()
+    if name_or_path in profiles:
+        return profiles[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ConfigError(
+            f"no profile {name_or_path!r}: built-in profiles are {', '.join(profiles)}, or "
+            "give the JSON file written by `tachyflow model fit`"
+        )
+    try:
+        document = json.loads(path.read_text())
+        model = document["model"]
+        return Hockney(float(model["alpha"]), float(model["beta"]), str(model.get("name", path)))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None

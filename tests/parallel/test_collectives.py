@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+from mpi4py import MPI
+from pytest_mpi import parallel_assert
+
+from tachyflow import collectives
+from tachyflow.collectives.algorithms import ALGORITHMS
+
+DTYPES = (np.float64, np.int32, np.complex128)
+
+
+def counts(size):
+    return sorted({0, 1, max(size - 1, 1), 7, 64})
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_every_broadcast_algorithm_matches_native_for_every_root():
+    comm = MPI.COMM_WORLD
+    failures = []
+    for count in counts(comm.size):
+        for dtype in DTYPES:
+            for root in range(comm.size):
+                expected = (np.arange(count) * (root + 2)).astype(dtype)
+                for algo in [*ALGORITHMS["bcast"], "native", "auto"]:
+                    buffer = expected.copy() if comm.rank == root else np.zeros(count, dtype)
+                    segments = 3 if algo == "pipeline" else None
+                    collectives.bcast(comm, buffer, root, algo, segments=segments)
+                    if not np.array_equal(buffer, expected):
+                        failures.append((count, np.dtype(dtype).name, root, algo))
+    parallel_assert(not failures, str(failures[:5]))
+
+
+@pytest.mark.parallel([1, 2, 3])
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "user"])
+def test_every_reduction_algorithm_matches_native(op):
+    comm = MPI.COMM_WORLD
+    function = (lambda a, b: np.maximum(a, b) * 1) if op == "user" else op
+    failures = []
+    for count in counts(comm.size):
+        for dtype in DTYPES:
+            if np.dtype(dtype).kind == "c" and op in ("min", "max", "user"):
+                continue
+            values = (np.arange(count) % 5 + comm.rank + 1).astype(dtype)
+            native_all = collectives.allreduce(comm, values, function, "native")
+            for algo in [*ALGORITHMS["allreduce"], "auto"]:
+                result = collectives.allreduce(comm, values, function, algo)
+                exact = np.dtype(dtype).kind == "i"
+                same = (np.array_equal if exact else np.allclose)(result, native_all)
+                if not same:
+                    failures.append(("allreduce", algo, count, np.dtype(dtype).name))
+            for root in range(comm.size):
+                native_root = collectives.reduce(comm, values, function, root, "native")
+                for algo in [*ALGORITHMS["reduce"], "auto"]:
+                    result = collectives.reduce(comm, values, function, root, algo)
+                    if comm.rank == root:
+                        if not np.allclose(result, native_root):
+                            failures.append(("reduce", algo, count, root))
+                    elif result is not None:
+                        failures.append(("reduce returned data off the root", algo, root))
+    parallel_assert(not failures, str(failures[:5]))
+
+
+@pytest.mark.parallel([2, 3])
+def test_collectives_refuse_bad_input_on_every_rank():
+    comm = MPI.COMM_WORLD
+    with pytest.raises(ValueError, match="bcast algorithm must be one of"):
+        collectives.bcast(comm, np.zeros(4), algo="fastest")
+    with pytest.raises(ValueError, match="op must be one of"):
+        collectives.allreduce(comm, np.zeros(4), op="mean")
+    with pytest.raises(ValueError, match=r"root must be in \[0, \d\), got 9"):
+        collectives.bcast(comm, np.zeros(4), root=9)
+    with pytest.raises(TypeError, match="1D C-contiguous"):
+        collectives.bcast(comm, np.zeros((2, 2)))
+    result, choice = collectives.allreduce(comm, np.ones(4), explain=True)
+    parallel_assert(
+        bool((result == comm.size).all()) and choice.algorithm in ALGORITHMS["allreduce"],
+        str(choice),
+    )

@@ -1,0 +1,119 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tachyflow.collectives.algorithms import ALGORITHMS, build
+from tachyflow.collectives.formulas import optimal_pipeline_segments, pipeline_time, predict
+from tachyflow.collectives.schedule import Schedule, split, step
+from tachyflow.collectives.simulator import ScheduleError, simulate
+from tachyflow.errors import ConfigError
+from tachyflow.models import Hockney, builtin_profiles, fit_hockney, load_profile
+
+MODEL = Hockney(10e-6, 1e-9)
+
+
+@pytest.mark.parametrize("size", [*range(1, 18), 64, 100, 1000])
+def test_every_schedule_moves_the_right_data(size):
+    for operation, table in ALGORITHMS.items():
+        for algorithm in table:
+            for count in (1, 5, 37) if size <= 100 else (8,):
+                root = (3 * size) // 4
+                schedule = build(
+                    operation, algorithm, size, count, root, 3 if algorithm == "pipeline" else None
+                )
+                simulate(schedule, MODEL, check=True)
+
+
+def test_tracking_catches_a_broken_schedule():
+    def generate():
+        yield step([1], [2], 0, 1, False, 0, 3)  # rank 1 has nothing yet
+
+    broken = Schedule("bcast", "broken", 3, 4, 0, split(4, 1), generate)
+    with pytest.raises(ScheduleError, match=r"rank 1 sends segments 0\.\.0 to rank 2 before"):
+        simulate(broken, MODEL, check=True)
+
+    def twice():
+        yield step([1], [0], 0, 1, True, 0, 2)
+        yield step([1], [0], 0, 1, True, 0, 2)
+
+    double = Schedule("reduce", "double", 2, 4, 0, split(4, 1), twice)
+    with pytest.raises(ScheduleError, match="combines a contribution to segment 0 twice"):
+        simulate(double, MODEL, check=True)
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 16, 37, 100])
+def test_simulator_reproduces_the_closed_forms_exactly(size):
+    nbytes = 1000 * size
+    for operation, algorithm in [
+        ("bcast", "linear"),
+        ("bcast", "binomial"),
+        ("reduce", "binomial"),
+        ("allreduce", "recursive-doubling"),
+        ("allreduce", "ring"),
+    ]:
+        expected, _ = predict(operation, algorithm, size, nbytes, MODEL)
+        simulated = simulate(build(operation, algorithm, size, nbytes, 0), MODEL).time
+        assert simulated == pytest.approx(expected, rel=1e-12), (operation, algorithm)
+    binomial = simulate(build("bcast", "binomial", size, nbytes), MODEL).time
+    assert binomial == pytest.approx(math.ceil(math.log2(size)) * (10e-6 + nbytes * 1e-9))
+    for k in (1, 4, 10):
+        simulated = simulate(build("bcast", "pipeline", size, nbytes, 0, k), MODEL).time
+        assert simulated == pytest.approx((size + k - 2) * (10e-6 + nbytes / k * 1e-9))
+
+
+def test_optimal_pipeline_segments_follow_seed_003():
+    sp2 = builtin_profiles()["sp2"]
+    size, nbytes = 6144, 1 << 20
+    k = optimal_pipeline_segments(size, nbytes, sp2)
+    ideal = math.sqrt((size - 2) * nbytes * sp2.beta / sp2.alpha)
+    assert abs(k - ideal) < 1
+    best = min(range(1, 4 * k), key=lambda s: pipeline_time(size, nbytes, sp2, s))
+    assert k == best
+
+
+def test_fit_recovers_alpha_and_beta_within_one_percent():
+    truth = Hockney(3.2e-6, 1.0 / 7.5e9)
+    sizes = np.array([2**p + d for p in range(0, 24) for d in (-3, 0, 3) if 2**p + d > 0])
+    noise = 1 + 0.002 * np.sin(np.arange(sizes.size))  # deterministic ±0.2 %
+    model, quality = fit_hockney(sizes, truth.message_time(sizes) * noise)
+    assert model.alpha == pytest.approx(truth.alpha, rel=0.01)
+    assert model.beta == pytest.approx(truth.beta, rel=0.01)
+    assert quality["max_relative_error"] < 0.01
+
+
+@pytest.mark.parametrize(
+    ("sizes", "times", "message"),
+    [
+        ([1, 2], [1e-6, 2e-6], "at least 3 distinct"),
+        ([1, 2, 4, 8], [1e-6, 1e-6, np.nan, 1e-6], "finite"),
+        ([1, 2, 4, 8], [1e-6, -1e-6, 1e-6, 1e-6], "times > 0"),
+        ([1, 1000, 10**6, 10**7], [1e-2, 1e-3, 1e-4, 1e-5], "times grow with message size"),
+    ],
+)
+def test_fit_rejects_unusable_data(sizes, times, message):
+    with pytest.raises(ValueError, match=message):
+        fit_hockney(sizes, times)
+
+
+def test_profiles(tmp_path, monkeypatch):
+    sp2 = load_profile("sp2")
+    assert sp2.alpha == pytest.approx(46e-6) and sp2.beta == pytest.approx(0.035e-6)
+    assert builtin_profiles()["t3e"].message_time(1000) == pytest.approx(24e-6)
+    fitted = tmp_path / "mine.json"
+    fitted.write_text(json.dumps({"model": Hockney(2e-6, 1e-10, "mine").to_dict()}))
+    monkeypatch.setenv("TACHYFLOW_PROFILE", str(fitted))
+    assert load_profile().name == "mine"
+    with pytest.raises(ConfigError, match="no profile 'nope'"):
+        load_profile("nope")
+    with pytest.raises(ValueError, match="alpha must be a positive"):
+        Hockney(0.0, 1.0)
+
+
+def test_simulator_handles_100000_ranks():
+    size, nbytes = 100_000, 1 << 20
+    sp2 = builtin_profiles()["sp2"]
+    binomial = simulate(build("bcast", "binomial", size, nbytes), sp2)
+    assert binomial.time == pytest.approx(17 * float(sp2.message_time(nbytes)))
+    assert binomial.messages == size - 1
