@@ -46,6 +46,7 @@ bench: install-bench
 	    -o bench-results || exit 1; \
 	done
 	$(BIN)/tachyflow bench step -n 2 --grid 128 128 128 -o bench-results
+	$(BIN)/tachyflow bench pingpong -n 2 -o bench-results
 	$(BIN)/tachyflow report bench-results
 
 lint: install

@@ -216,6 +216,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_benchmark_options(poisson, repeats=10)
     poisson.set_defaults(handler=command_bench_poisson)
 
+    pingpong = benchmarks.add_parser(
+        "pingpong",
+        help="point-to-point latency and bandwidth against C and mpi4py.bench",
+        description="NetPIPE-style ping-pong between ranks 0 and 1 (1 B to --max-size, "
+        "powers of two and 3 bytes either side), latency and bidirectional bandwidth. "
+        "With -n, the same command then runs a C ping-pong built with the runtime's "
+        "mpicc and `python -m mpi4py.bench pingpong`, and reports the overhead.",
+    )
+    _add_ranks_option(pingpong)
+    pingpong.add_argument(
+        "--max-size", type=_byte_size, default=64 * 2**20, help="largest message (default 64MiB)"
+    )
+    pingpong.add_argument(
+        "--repeats", type=_positive_int, default=5, help="samples per size (default 5)"
+    )
+    pingpong.add_argument("--no-peer", action="store_true", help="do not run the peers")
+    pingpong.add_argument(
+        "-o",
+        "--output",
+        default="results",
+        help="folder for the results JSON and plot (default ./results)",
+    )
+    pingpong.set_defaults(handler=command_bench_pingpong, orchestrator=orchestrate_pingpong)
+
     step = benchmarks.add_parser(
         "step",
         help="time per step of the turbulent channel against a memory-traffic bound",
@@ -508,6 +532,76 @@ def command_bench_poisson(args) -> int:
     return _report_benchmark(document, "Poisson solve", args.output)
 
 
+def command_bench_pingpong(args) -> int:
+    """``tachyflow bench pingpong``: our measurement (inside the MPI job)."""
+    from tachyflow.bench import pingpong
+    from tachyflow.bench.report import save
+
+    document = pingpong.run_pingpong_benchmark(args.max_size, args.repeats, comm=runtime.world())
+    if runtime.is_root():
+        save(document, args.output)
+        _print_pingpong(document)
+    return 0
+
+
+def orchestrate_pingpong(args, arguments) -> int:
+    """``tachyflow bench pingpong -n N``: ours under mpiexec, then the peers, then compare."""
+    import subprocess
+    from pathlib import Path
+
+    from tachyflow.bench import pingpong
+    from tachyflow.bench.report import save
+    from tachyflow.bench.results import read_results
+
+    code = runtime.relaunch(args.ranks, arguments)
+    if code or args.no_peer:
+        return code
+    path = Path(args.output) / f"pingpong_{args.ranks}ranks.json"
+    document = read_results(path)
+    mpiexec = runtime.find_mpiexec()
+    peers = {
+        pingpong.C_PEER: lambda: pingpong.run_c_peer(
+            mpiexec, args.ranks, args.max_size, args.repeats
+        ),
+        pingpong.MPI4PY_PEER: lambda: pingpong.run_mpi4py_peer(mpiexec, args.ranks, args.max_size),
+    }
+    for name, measure in peers.items():
+        print(f"measuring peer {name} ...", flush=True)
+        try:
+            document["peers"].extend(measure())
+        except (OSError, subprocess.CalledProcessError) as error:
+            document.setdefault("peers_missing", {})[name] = str(error)
+    summary = pingpong.compare(document)
+    save(document, args.output)
+    _print_pingpong(document)
+    for key, value in summary.items():
+        shown = f"{value * 1e6:+.3f} us" if "overhead" in key else f"{value:.3f}x"
+        print(f"{key.replace('_', ' ')}: {shown}")
+    for name, why in document.get("peers_missing", {}).items():
+        print(f"peer {name} not measured: {why}")
+    return 0
+
+
+def _print_pingpong(document: dict) -> None:
+    from rich.table import Table
+
+    shown = {1, 8, 64, 1024, 65536, 2**20, 2**24, 2**26}
+    table = Table(title=f"ping-pong, {document['mpi']['library']}")
+    table.add_column("candidate", no_wrap=True)
+    table.add_column("size", justify="right")
+    table.add_column("one-way time", justify="right")
+    table.add_column("bandwidth", justify="right")
+    for entry in document["results"] + document["peers"]:
+        if entry["size"] in shown:
+            table.add_row(
+                entry["name"],
+                f"{entry['size']} B",
+                f"{entry['median'] * 1e6:.3f} us",
+                f"{entry['bandwidth'] / 2**20:.1f} MiB/s",
+            )
+    runtime.make_console().print(table)
+
+
 def command_bench_step(args) -> int:
     """``tachyflow bench step``."""
     from tachyflow.bench import step
@@ -620,6 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(arguments)
     ranks = getattr(args, "ranks", None)
     if ranks is not None and not runtime.under_launcher():
+        orchestrator = getattr(args, "orchestrator", None)
+        if orchestrator is not None:  # commands that also launch peers of their own
+            return orchestrator(args, arguments)
         return runtime.relaunch(ranks, arguments)
     try:
         size = runtime.world().Get_size()

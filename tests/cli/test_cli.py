@@ -285,3 +285,31 @@ def test_model_fit_reads_osu_output_and_writes_a_usable_profile(tmp_path):
     assert "predicted time 9.00 us" in predicted.stdout  # 3 rounds of (2 + 1) us
     bad = tachyflow("model", "fit", str(tmp_path / "missing.txt"))
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
+    result = tachyflow(
+        "bench",
+        "pingpong",
+        "-n",
+        "2",
+        "--max-size",
+        "4KiB",
+        "--repeats",
+        "2",
+        "-o",
+        str(tmp_path),
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "pingpong_2ranks.json").read_text())
+    peers = {e["name"] for e in document["peers"]}
+    assert peers == {"c-pingpong", "mpi4py.bench"}, document.get("peers_missing")
+    assert "small_message_overhead_vs_c-pingpong" in document["summary"]
+    assert (tmp_path / "pingpong_2ranks.png").stat().st_size > 1000
+    fit = tachyflow(
+        "model", "fit", str(tmp_path / "pingpong_2ranks.json"), "-o", str(tmp_path / "here.json")
+    )
+    assert fit.returncode == 0, fit.stderr
+    profile = json.loads((tmp_path / "here.json").read_text())["model"]
+    assert 0 < profile["alpha"] < 1e-3

@@ -76,3 +76,16 @@ def test_collectives_refuse_bad_input_on_every_rank():
         bool((result == comm.size).all()) and choice.algorithm in ALGORITHMS["allreduce"],
         str(choice),
     )
+
+
+@pytest.mark.parallel([2, 3])
+def test_pingpong_measures_every_size_and_mode():
+    from tachyflow.bench.pingpong import netpipe_sizes, run_pingpong_benchmark
+
+    comm = MPI.COMM_WORLD
+    document = run_pingpong_benchmark(largest=1024, repeats=2, comm=comm)
+    sizes = netpipe_sizes(1024)
+    found = {(e["mode"], e["size"]) for e in document["results"]}
+    complete = found == {(mode, size) for mode in ("latency", "bibw") for size in sizes}
+    positive = all(e["median"] > 0 and len(e["samples"]) == 2 for e in document["results"])
+    parallel_assert(complete and positive, "missing or empty ping-pong entries")

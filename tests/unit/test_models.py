@@ -117,3 +117,11 @@ def test_simulator_handles_100000_ranks():
     binomial = simulate(build("bcast", "binomial", size, nbytes), sp2)
     assert binomial.time == pytest.approx(17 * float(sp2.message_time(nbytes)))
     assert binomial.messages == size - 1
+
+
+def test_netpipe_sizes_and_iteration_counts():
+    from tachyflow.bench.pingpong import iterations_for, netpipe_sizes
+
+    assert netpipe_sizes(16) == [1, 2, 4, 5, 7, 8, 11, 13, 16]
+    assert iterations_for(1) == 1000 and iterations_for(64 * 2**20) == 10
+    assert iterations_for(2**20) == 64

@@ -7,14 +7,19 @@ import html
 import tempfile
 from pathlib import Path
 
-from tachyflow.bench import poisson, step, transpose
+from tachyflow.bench import pingpong, poisson, step, transpose
 from tachyflow.bench.plots import plot_samples
 from tachyflow.bench.results import read_results, write_json
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 
 # Benchmark name -> module with stem(document) (file name) and plot(document, png_path).
-BENCHMARKS = {"transpose": transpose, "poisson": poisson, "step": step}
+BENCHMARKS = {
+    "transpose": transpose,
+    "poisson": poisson,
+    "step": step,
+    "pingpong": pingpong,
+}
 
 
 def save(document: dict, folder) -> tuple[Path, Path]:

@@ -1,7 +1,8 @@
 """Reading ping-pong measurements for ``tachyflow model fit``.
 
 Accepted inputs: a tachyflow results JSON whose entries carry ``size`` (bytes) and
-``median`` (seconds, one-way), or a text file of two numeric columns, message size in
+``median`` (seconds, one-way) — ``tachyflow bench pingpong`` writes one; its latency
+entries are used — or a text file of two numeric columns, message size in
 bytes and one-way time (OSU ``osu_latency`` and NetPIPE-style output; ``#`` comments and
 header lines are skipped), in microseconds unless told otherwise.
 """
@@ -28,7 +29,11 @@ def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarr
     text = path.read_text()
     if path.suffix == ".json":
         try:
-            entries = [e for e in json.loads(text)["results"] if "size" in e and "median" in e]
+            entries = [
+                e
+                for e in json.loads(text)["results"]
+                if "size" in e and "median" in e and e.get("mode", "latency") == "latency"
+            ]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{path} is not a results file with sizes: {error}") from None
         return (

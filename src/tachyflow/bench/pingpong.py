@@ -1,0 +1,307 @@
+"""``tachyflow bench pingpong``: point-to-point latency and bandwidth (seed 001's NetPIPE).
+
+Sizes are NetPIPE's: every power of two from 1 B to the maximum and 3 bytes either side.
+Iteration counts fall with size as in OSU (many round trips for small messages, at least
+10 for large ones); each size gets a warm-up, then ``repeats`` samples of its iterations.
+``latency`` is half a round trip between ranks 0 and 1; ``bibw`` has both ranks send to
+each other at once (bidirectional bandwidth = 2 m / time). Other ranks wait.
+
+Peers, measured by the same command as separate launches when it self-launches with
+``-n``: a C ping-pong built with the runtime's ``mpicc`` (``peers/pingpong.c``, the same
+plan of sizes and iterations) and ``python -m mpi4py.bench pingpong``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.bench.results import new_results, summarize
+from tachyflow.io.files import replacing
+
+BYTES_PER_SAMPLE = 64 * 2**20
+MODES = ("latency", "bibw")
+C_PEER = "c-pingpong"
+MPI4PY_PEER = "mpi4py.bench"
+
+
+def netpipe_sizes(largest: int) -> list[int]:
+    """Powers of two up to ``largest`` and 3 bytes either side (NetPIPE's perturbation)."""
+    sizes = set()
+    power = 1
+    while power <= largest:
+        sizes.update(s for s in (power - 3, power, power + 3) if 1 <= s <= largest)
+        power *= 2
+    return sorted(sizes)
+
+
+def iterations_for(size: int) -> int:
+    """Round trips per sample: about 64 MiB moved, between 10 and 1000."""
+    return int(min(1000, max(10, BYTES_PER_SAMPLE // max(size, 1))))
+
+
+def _persistent_requests(comm, buffer: np.ndarray, incoming: np.ndarray, mode: str):
+    """Persistent requests of one size, in the order this rank uses them.
+
+    Persistent requests skip mpi4py's per-call buffer parsing: the Python loop costs about
+    0.4 µs less per message than ``comm.Send``/``comm.Recv`` here, close to C.
+    """
+    rank = comm.Get_rank()
+    if rank > 1:
+        return []
+    partner = 1 - rank
+    if mode == "latency":
+        send, receive = comm.Send_init(buffer, partner, 1), comm.Recv_init(buffer, partner, 1)
+        return [send, receive] if rank == 0 else [receive, send]
+    return [comm.Recv_init(incoming, partner, 2), comm.Send_init(buffer, partner, 2)]
+
+
+def _timer(comm, requests, mode: str):
+    """A function timing ``loops`` iterations: seconds per one-way message (latency) or
+    per exchange (bibw)."""
+    from mpi4py import MPI
+
+    def latency(loops: int) -> float:
+        comm.Barrier()
+        start = MPI.Wtime()
+        if requests:
+            first, second = requests
+            for _ in range(loops):
+                first.Start()
+                first.Wait()
+                second.Start()
+                second.Wait()
+        return (MPI.Wtime() - start) / loops / 2.0
+
+    def bidirectional(loops: int) -> float:
+        comm.Barrier()
+        start = MPI.Wtime()
+        if requests:
+            for _ in range(loops):
+                MPI.Prequest.Startall(requests)
+                MPI.Request.Waitall(requests)
+        return (MPI.Wtime() - start) / loops
+
+    return latency if mode == "latency" else bidirectional
+
+
+def run_pingpong_benchmark(
+    largest: int = 64 * 2**20, repeats: int = 5, modes=MODES, comm=None
+) -> dict:
+    """Measure every size and mode; the results document (collective, needs 2 ranks)."""
+    from mpi4py import MPI
+
+    from tachyflow.runtime import progress_bar
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    if comm.Get_size() < 2:
+        raise ValueError(f"ping-pong needs at least 2 ranks, got {comm.Get_size()}")
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    sizes = netpipe_sizes(largest)
+    params = {
+        "largest": largest,
+        "repeats": repeats,
+        "modes": list(modes),
+        "sizes": len(sizes),
+        "pairs": "ranks 0 and 1",
+        "global_shape": [len(sizes)],
+        "proc_grid": [comm.Get_size()],
+    }
+    document = new_results("pingpong", params, comm)
+    storage = np.zeros(largest, dtype=np.uint8)
+    incoming = np.zeros(largest, dtype=np.uint8)
+    with progress_bar("ping-pong", len(sizes) * len(modes)) as advance:
+        for mode in modes:
+            for size in sizes:
+                requests = _persistent_requests(comm, storage[:size], incoming[:size], mode)
+                timer = _timer(comm, requests, mode)
+                loops = iterations_for(size)
+                timer(loops // 10 + 1)
+                samples = [comm.bcast(timer(loops), root=0) for _ in range(repeats)]
+                for request in requests:
+                    request.Free()
+                entry = {
+                    "name": f"tachyflow-{mode}",
+                    "mode": mode,
+                    "size": size,
+                    "iterations": loops,
+                    "verified": True,
+                    **summarize(samples),
+                }
+                moved = size if mode == "latency" else 2 * size
+                entry["bandwidth"] = moved / entry["median"]
+                document["results"].append(entry)
+                advance(1)
+    return document
+
+
+# -- peers (run by the launching process, outside MPI) ---------------------------------------
+
+
+def _plan_file(folder: Path, largest: int) -> Path:
+    plan = folder / "plan.txt"
+    plan.write_text("".join(f"{s} {iterations_for(s)}\n" for s in netpipe_sizes(largest)))
+    return plan
+
+
+def run_c_peer(mpiexec: str, ranks: int, largest: int, repeats: int) -> list[dict]:
+    """Build the C ping-pong with the runtime's mpicc and run it; its results entries."""
+    mpicc = Path(mpiexec).with_name("mpicc")
+    if not mpicc.exists():
+        raise FileNotFoundError(f"no mpicc beside {mpiexec} to build the C ping-pong")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        source = folder / "pingpong.c"
+        source.write_text(
+            (resources.files("tachyflow.bench") / "peers" / "pingpong.c").read_text()
+        )
+        subprocess.run(
+            [str(mpicc), "-O2", "-o", str(folder / "pingpong"), str(source)],
+            check=True,
+            capture_output=True,
+        )
+        output = subprocess.run(
+            [
+                mpiexec,
+                "-n",
+                str(ranks),
+                str(folder / "pingpong"),
+                str(_plan_file(folder, largest)),
+                str(repeats),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=_clean_environment(),
+        ).stdout
+    samples: dict[int, list[float]] = {}
+    for line in output.splitlines():
+        size, seconds = line.split()
+        samples.setdefault(int(size), []).append(float(seconds))
+    return [
+        {
+            "name": C_PEER,
+            "mode": "latency",
+            "size": size,
+            "verified": True,
+            **summarize(values),
+            "bandwidth": size / float(np.median(values)),
+        }
+        for size, values in sorted(samples.items())
+    ]
+
+
+def run_mpi4py_peer(mpiexec: str, ranks: int, largest: int) -> list[dict]:
+    """``python -m mpi4py.bench pingpong`` (powers of two, its own iteration counts)."""
+    output = subprocess.run(
+        [
+            mpiexec,
+            "-n",
+            str(ranks),
+            sys.executable,
+            "-m",
+            "mpi4py.bench",
+            "pingpong",
+            "-m",
+            "1",
+            "-n",
+            str(largest),
+            "--no-header",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_clean_environment(),
+    ).stdout
+    entries = []
+    for line in output.splitlines():
+        match = re.match(r"\s*(\d+)\s+[\d.]+\s+\|\s+([\d.e+-]+)", line)
+        if match:
+            size, seconds = int(match.group(1)), float(match.group(2))
+            entries.append(
+                {
+                    "name": MPI4PY_PEER,
+                    "mode": "latency",
+                    "size": size,
+                    "verified": True,
+                    "samples": [seconds],
+                    "median": seconds,
+                    "min": seconds,
+                    "bandwidth": size / seconds,
+                    "statistic": "mean reported by mpi4py.bench",
+                }
+            )
+    return entries
+
+
+def _clean_environment() -> dict:
+    from tachyflow.runtime import LAUNCHER_VARIABLES
+
+    return {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+
+
+def compare(document: dict) -> dict:
+    """Overhead against the C ping-pong and speed against mpi4py.bench (in ``summary``)."""
+    ours = {e["size"]: e for e in document["results"] if e["mode"] == "latency"}
+    summary = {}
+    for peer_name in (C_PEER, MPI4PY_PEER):
+        peer = {e["size"]: e for e in document["peers"] if e["name"] == peer_name}
+        common = sorted(set(ours) & set(peer))
+        small = [s for s in common if s <= 64]
+        large = [s for s in common if s >= 2**20]
+        if small:
+            summary[f"small_message_overhead_vs_{peer_name}"] = float(
+                np.median([ours[s]["median"] - peer[s]["median"] for s in small])
+            )
+        if large:
+            summary[f"large_message_bandwidth_ratio_vs_{peer_name}"] = float(
+                np.median([ours[s]["bandwidth"] / peer[s]["bandwidth"] for s in large])
+            )
+    document["summary"] = summary
+    return summary
+
+
+def stem(document: dict) -> str:
+    """File name stem: ``pingpong_2ranks``."""
+    return f"pingpong_{document['mpi']['ranks']}ranks"
+
+
+def plot(document: dict, path):
+    """Latency and bandwidth against size, log axes, ours and the peers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (latency_axis, bandwidth_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = {}
+    for entry in document["results"] + document["peers"]:
+        series.setdefault(entry["name"], []).append(entry)
+    for name, entries in series.items():
+        entries.sort(key=lambda e: e["size"])
+        sizes = [e["size"] for e in entries]
+        if entries[0]["mode"] == "latency":
+            latency_axis.loglog(sizes, [e["median"] * 1e6 for e in entries], label=name)
+        bandwidth_axis.loglog(sizes, [e["bandwidth"] / 2**20 for e in entries], label=name)
+    latency_axis.set_xlabel("message size [B]")
+    latency_axis.set_ylabel("one-way latency [µs]")
+    bandwidth_axis.set_xlabel("message size [B]")
+    bandwidth_axis.set_ylabel("bandwidth [MiB/s]")
+    for axis in (latency_axis, bandwidth_axis):
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=8)
+    figure.suptitle(f"Ping-pong, {document['mpi']['library']}", fontsize=10)
+    figure.tight_layout()
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=110, format="png")
+    plt.close(figure)
+    return Path(path)
