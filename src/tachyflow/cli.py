@@ -575,7 +575,14 @@ def orchestrate_pingpong(args, arguments) -> int:
     save(document, args.output)
     _print_pingpong(document)
     for key, value in summary.items():
-        shown = f"{value * 1e6:+.3f} us" if "overhead" in key else f"{value:.3f}x"
+        if "overhead" in key:
+            shown = f"{value * 1e6:+.3f} us"
+        elif key == "peak_bandwidth":
+            shown = f"{value / 2**20:.0f} MiB/s"
+        elif key == "half_bandwidth_size":
+            shown = f"{value} B"
+        else:
+            shown = f"{value:.3f}x"
         print(f"{key.replace('_', ' ')}: {shown}")
     for name, why in document.get("peers_missing", {}).items():
         print(f"peer {name} not measured: {why}")

@@ -306,6 +306,7 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
     peers = {e["name"] for e in document["peers"]}
     assert peers == {"c-pingpong", "mpi4py.bench"}, document.get("peers_missing")
     assert "small_message_overhead_vs_c-pingpong" in document["summary"]
+    assert 1 <= document["summary"]["half_bandwidth_size"] <= 4096
     assert (tmp_path / "pingpong_2ranks.png").stat().st_size > 1000
     fit = tachyflow(
         "model", "fit", str(tmp_path / "pingpong_2ranks.json"), "-o", str(tmp_path / "here.json")

@@ -250,7 +250,8 @@ def _clean_environment() -> dict:
 
 
 def compare(document: dict) -> dict:
-    """Overhead against the C ping-pong and speed against mpi4py.bench (in ``summary``)."""
+    """Overhead against the C ping-pong, speed against mpi4py.bench, peak bandwidth and
+    the half-bandwidth point (smallest size reaching half the peak) into ``summary``."""
     ours = {e["size"]: e for e in document["results"] if e["mode"] == "latency"}
     summary = {}
     for peer_name in (C_PEER, MPI4PY_PEER):
@@ -266,6 +267,11 @@ def compare(document: dict) -> dict:
             summary[f"large_message_bandwidth_ratio_vs_{peer_name}"] = float(
                 np.median([ours[s]["bandwidth"] / peer[s]["bandwidth"] for s in large])
             )
+    if ours:
+        sizes = sorted(ours)
+        peak = max(ours[s]["bandwidth"] for s in sizes)
+        summary["peak_bandwidth"] = peak
+        summary["half_bandwidth_size"] = next(s for s in sizes if ours[s]["bandwidth"] >= peak / 2)
     document["summary"] = summary
     return summary
 
