@@ -51,24 +51,12 @@ def _proc_grid(text: str) -> tuple[int, int]:
 
 
 def _byte_size(text: str) -> int:
-    units = {
-        "kib": 1024,
-        "mib": 1024**2,
-        "gib": 1024**3,
-        "kb": 1000,
-        "mb": 1000**2,
-        "gb": 1000**3,
-        "b": 1,
-    }
-    lowered = text.strip().lower()
-    suffix = next((unit for unit in units if lowered.endswith(unit)), "")
+    from tachyflow.units import parse_byte_size
+
     try:
-        value = float(lowered[: len(lowered) - len(suffix)]) * units.get(suffix, 1)
-    except ValueError:
-        value = -1.0
-    if value < 0 or value != int(value):
-        raise argparse.ArgumentTypeError(f"expected a size like 8B, 64KiB or 1MiB, got {text!r}")
-    return int(value)
+        return parse_byte_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _algorithm_table():
@@ -239,6 +227,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the results JSON and plot (default ./results)",
     )
     pingpong.set_defaults(handler=command_bench_pingpong, orchestrator=orchestrate_pingpong)
+
+    collective = benchmarks.add_parser(
+        "collectives",
+        help="every algorithm of a collective, measured and predicted",
+        description="Check every algorithm of --op against the MPI library's own call, "
+        "time them interleaved at each size, and put the Hockney prediction of the "
+        "machine profile beside each measurement.",
+    )
+    _add_ranks_option(collective)
+    collective.add_argument("--op", required=True, choices=sorted(_algorithm_table()))
+    collective.add_argument(
+        "--algos", default="all", help="comma-separated algorithms, or all (default; with native)"
+    )
+    collective.add_argument(
+        "--sizes", default="8B:16MiB", help="FIRST:LAST[:FACTOR] (default 8B:16MiB, factor 4)"
+    )
+    collective.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=10,
+        help="samples per algorithm and size (default 10)",
+    )
+    collective.add_argument(
+        "--profile",
+        default=None,
+        help="machine profile of the predictions (default: "
+        "$TACHYFLOW_PROFILE, else shared-memory)",
+    )
+    collective.add_argument(
+        "-o",
+        "--output",
+        default="results",
+        help="folder for the results JSON and plot (default ./results)",
+    )
+    collective.set_defaults(handler=command_bench_collectives)
 
     step = benchmarks.add_parser(
         "step",
@@ -607,6 +630,48 @@ def _print_pingpong(document: dict) -> None:
                 f"{entry['bandwidth'] / 2**20:.1f} MiB/s",
             )
     runtime.make_console().print(table)
+
+
+def command_bench_collectives(args) -> int:
+    """``tachyflow bench collectives``."""
+    from rich.table import Table
+
+    from tachyflow.bench import collectives
+    from tachyflow.bench.report import save
+
+    try:
+        sizes = collectives.size_range(args.sizes)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    algorithms = None if args.algos == "all" else args.algos.split(",")
+    document = collectives.run_collectives_benchmark(
+        args.op, algorithms, sizes, args.repeats, profile=args.profile, comm=runtime.world()
+    )
+    if not runtime.is_root():
+        return 0
+    json_path, png_path = save(document, args.output)
+    table = Table(title=f"{args.op} on {document['mpi']['ranks']} ranks")
+    for column in ("algorithm", "size", "verified", "median", "predicted"):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for entry in document["results"]:
+        predicted = entry.get("predicted")
+        table.add_row(
+            entry["name"],
+            f"{entry['size']} B",
+            "yes" if entry["verified"] else "[red]FAILED[/red]",
+            f"{entry['median'] * 1e6:.2f} us" if entry["verified"] else "-",
+            f"{predicted * 1e6:.2f} us" if predicted is not None else "-",
+        )
+    console = runtime.make_console()
+    console.print(table)
+    share = document["summary"]["auto_within_10_percent"]
+    if share is not None:
+        console.print(
+            f"algo='auto' within 10% of the best measured algorithm at {share:.0%} of the sizes"
+        )
+    console.print(f"wrote {json_path} and {png_path}")
+    failed = [e for e in document["results"] if not e["verified"]]
+    return EXIT_FAILURE if failed else 0
 
 
 def command_bench_step(args) -> int:

@@ -314,3 +314,29 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
     assert fit.returncode == 0, fit.stderr
     profile = json.loads((tmp_path / "here.json").read_text())["model"]
     assert 0 < profile["alpha"] < 1e-3
+
+
+def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
+    result = tachyflow(
+        "bench",
+        "collectives",
+        "--op",
+        "bcast",
+        "-n",
+        "3",
+        "--sizes",
+        "8B:512B:8",
+        "--repeats",
+        "2",
+        "-o",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "collectives_bcast_3ranks.json").read_text())
+    names = {e["name"] for e in document["results"]}
+    assert names == {"linear", "binomial", "pipeline", "scatter-ring", "native"}
+    assert all(e["verified"] for e in document["results"])
+    assert all(e["predicted"] > 0 for e in document["results"] if e["name"] != "native")
+    assert {e["size"] for e in document["results"]} == {8, 64, 512}
+    bad = tachyflow("bench", "collectives", "--op", "bcast", "--sizes", "8B")
+    assert bad.returncode == 2 and "8B:16MiB" in bad.stderr
