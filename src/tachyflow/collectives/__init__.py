@@ -10,6 +10,7 @@ why. All ranks must pass the same count, dtype, op, root and algo.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +71,18 @@ def choose(
     return Choice(best, segments_of[best], model.name, predictions)
 
 
+@functools.lru_cache(maxsize=256)
+def _plan(operation, algorithm, size, count, root, segments, rank):
+    """Schedule and this rank's plan, built once per shape of call."""
+    schedule = build(operation, algorithm, size, count, root, segments)
+    return schedule, executor.plan(schedule, rank)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_choice(operation, size, count, itemsize, profile_key):
+    return choose(operation, size, count, itemsize, profile_key)
+
+
 def _run(
     operation: str,
     comm,
@@ -87,15 +100,21 @@ def _run(
     if not 0 <= root < size:
         raise ValueError(f"root must be in [0, {size}), got {root!r}")
     if algo == "auto":
-        choice = choose(operation, size, buffer.size, buffer.itemsize, profile)
+        if isinstance(profile, Hockney):
+            choice = choose(operation, size, buffer.size, buffer.itemsize, profile)
+        else:  # a profile name or path: the same inputs give the same choice, keep it
+            profile_key = profile if profile is not None else load_profile().name
+            choice = _cached_choice(operation, size, buffer.size, buffer.itemsize, profile_key)
         algo, segments = choice.algorithm, choice.segments
     else:
         choice = Choice(algo, segments or 1, "none (chosen by the caller)")
     if algo == "native":
         result = executor.native(comm, operation, buffer, op, root)
     else:
-        schedule = build(operation, algo, size, buffer.size, root, segments)
-        result = executor.run(comm, schedule, buffer, op)
+        schedule, steps = _plan(
+            operation, algo, size, buffer.size, root, segments, comm.Get_rank()
+        )
+        result = executor.run(comm, schedule, buffer, op, steps)
     return (result, choice) if explain else result
 
 

@@ -35,32 +35,52 @@ def operator(op) -> Callable:
     return OPERATORS[op]
 
 
-def run(comm, schedule: Schedule, buffer: np.ndarray, op=None) -> np.ndarray:
-    """Execute ``schedule`` in place on ``buffer`` (1D, C-contiguous) (collective)."""
+def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, bool]]:
+    """This rank's part of a schedule: per step, its sends ``(peer, start, stop)``, its
+    receives ``(peer, start, stop)`` and whether receives combine. Steps where the rank
+    neither sends nor receives are left out."""
+    bounds = schedule.bounds.tolist()
+    steps = []
+    for item in schedule.steps():
+        outgoing = np.flatnonzero(item.source == rank).tolist()
+        incoming = np.flatnonzero(item.target == rank).tolist()
+        if not outgoing and not incoming:
+            continue
+        sends = [
+            (int(item.target[i]), bounds[item.first[i]], bounds[item.stop[i]]) for i in outgoing
+        ]
+        receives = [
+            (int(item.source[i]), bounds[item.first[i]], bounds[item.stop[i]]) for i in incoming
+        ]
+        steps.append((sends, receives, item.reduce))
+    return steps
+
+
+def run(
+    comm, schedule: Schedule, buffer: np.ndarray, op=None, steps: list | None = None
+) -> np.ndarray:
+    """Execute ``schedule`` in place on ``buffer`` (1D, C-contiguous) (collective).
+
+    ``steps`` is this rank's :func:`plan` of the schedule, if the caller keeps one.
+    """
     if comm.Get_size() != schedule.size:
         raise ValueError(
             f"schedule is for {schedule.size} ranks, communicator has {comm.Get_size()}"
         )
     combine = operator(op) if schedule.operation != "bcast" else None
-    rank = comm.Get_rank()
-    bounds = schedule.bounds
-    for item in schedule.steps():
-        outgoing = np.flatnonzero(item.source == rank)
-        incoming = np.flatnonzero(item.target == rank)
-        if outgoing.size == 0 and incoming.size == 0:
-            continue
+    steps = plan(schedule, comm.Get_rank()) if steps is None else steps
+    irecv, isend, waitall = comm.Irecv, comm.Isend, MPI.Request.Waitall
+    for sends, receives, reduce in steps:
         requests, arrivals = [], []
-        for index in incoming.tolist():
-            start, stop = bounds[item.first[index]], bounds[item.stop[index]]
+        for peer, start, stop in receives:
             scratch = np.empty(stop - start, dtype=buffer.dtype)
-            requests.append(comm.Irecv(scratch, source=int(item.source[index]), tag=TAG))
+            requests.append(irecv(scratch, peer, TAG))
             arrivals.append((start, stop, scratch))
-        for index in outgoing.tolist():
-            start, stop = bounds[item.first[index]], bounds[item.stop[index]]
-            requests.append(comm.Isend(buffer[start:stop], dest=int(item.target[index]), tag=TAG))
-        MPI.Request.Waitall(requests)
+        for peer, start, stop in sends:
+            requests.append(isend(buffer[start:stop], peer, TAG))
+        waitall(requests)
         for start, stop, scratch in arrivals:
-            if item.reduce:
+            if reduce:
                 buffer[start:stop] = combine(buffer[start:stop], scratch)
             else:
                 buffer[start:stop] = scratch
