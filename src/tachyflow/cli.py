@@ -748,8 +748,8 @@ def command_model_fit(args) -> int:
     from pathlib import Path
 
     from tachyflow.bench.results import write_json
-    from tachyflow.models.fit import read_measurements
-    from tachyflow.models.hockney import fit_hockney
+    from tachyflow.models.fit import read_local_costs, read_measurements
+    from tachyflow.models.hockney import Hockney, fit_hockney
 
     sizes, times = read_measurements(args.measurements, args.time_unit)
     name = args.name or Path(args.measurements).stem
@@ -757,6 +757,10 @@ def command_model_fit(args) -> int:
         model, quality = fit_hockney(sizes, times, name)
     except ValueError as error:
         raise ConfigError(f"{args.measurements}: {error}") from None
+    costs = read_local_costs(args.measurements)
+    model = Hockney(
+        model.alpha, model.beta, name, costs.get("gamma", 0.0), costs.get("delta", 0.0)
+    )
     output = Path(args.output or f"{name}.profile.json")
     write_json(
         output, {"model": model.to_dict(), "quality": quality, "source": str(args.measurements)}

@@ -125,3 +125,18 @@ def test_netpipe_sizes_and_iteration_counts():
     assert netpipe_sizes(16) == [1, 2, 4, 5, 7, 8, 11, 13, 16]
     assert iterations_for(1) == 1000 and iterations_for(64 * 2**20) == 10
     assert iterations_for(2**20) == 64
+
+
+def test_local_costs_slow_the_receivers_down():
+    plain = Hockney(1e-6, 1e-9)
+    costly = Hockney(1e-6, 1e-9, "costly", gamma=2e-9, delta=1e-9)
+    size, count = 8, 4000
+    for operation, algorithm, per_byte in [
+        ("reduce", "binomial", 2e-9),
+        ("bcast", "binomial", 1e-9),
+    ]:
+        schedule = build(operation, algorithm, size, count)
+        extra = simulate(schedule, costly).time - simulate(schedule, plain).time
+        assert extra == pytest.approx(3 * count * per_byte)  # three rounds for 8 ranks
+    with pytest.raises(ValueError, match="closed forms assume no local costs"):
+        predict("bcast", "binomial", size, count, costly)

@@ -92,6 +92,24 @@ def _timer(comm, requests, mode: str):
     return latency if mode == "latency" else bidirectional
 
 
+def local_costs(repeats: int = 5, nbytes: int = 64 * 2**20) -> dict:
+    """Seconds per byte to combine (``a += b``) and to copy a message-sized array in memory:
+    the γ and δ of the cost model. Arrays larger than the caches, median of ``repeats``."""
+    import time
+
+    a = np.ones(nbytes // 8)
+    b = np.ones(nbytes // 8)
+    combine, copy = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.add(a, b, out=a)
+        combine.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        np.copyto(a, b)
+        copy.append(time.perf_counter() - start)
+    return {"gamma": float(np.median(combine)) / nbytes, "delta": float(np.median(copy)) / nbytes}
+
+
 def run_pingpong_benchmark(
     largest: int = 64 * 2**20, repeats: int = 5, modes=MODES, comm=None
 ) -> dict:
@@ -141,6 +159,8 @@ def run_pingpong_benchmark(
                 entry["bandwidth"] = moved / entry["median"]
                 document["results"].append(entry)
                 advance(1)
+    costs = local_costs() if comm.Get_rank() == 0 else None
+    document["local_costs"] = comm.bcast(costs, root=0)
     return document
 
 

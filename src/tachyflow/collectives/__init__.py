@@ -17,7 +17,7 @@ import numpy as np
 
 from tachyflow.collectives import executor
 from tachyflow.collectives.algorithms import ALGORITHMS, build
-from tachyflow.collectives.formulas import optimal_pipeline_segments
+from tachyflow.collectives.formulas import optimal_pipeline_segments, predict
 from tachyflow.collectives.simulator import simulate
 from tachyflow.models.hockney import Hockney
 from tachyflow.models.profiles import load_profile
@@ -55,17 +55,17 @@ def choose(
         if algorithm == "pipeline":
             segments = max(1, min(count, optimal_pipeline_segments(size, count * itemsize, model)))
         schedule = build(operation, algorithm, size, count, 0, segments)
-        if size <= SIMULATE_UP_TO:
-            predictions[algorithm] = simulate(schedule, model, itemsize).time
-        else:
-            from tachyflow.collectives.formulas import predict
-
+        predicted = None
+        if size > SIMULATE_UP_TO:
             try:
-                predictions[algorithm] = predict(
-                    operation, algorithm, size, count * itemsize, model, segments
-                )[0]
-            except ValueError:
-                continue
+                predicted = predict(operation, algorithm, size, count * itemsize, model, segments)[
+                    0
+                ]
+            except ValueError:  # no closed form (or local costs): simulate after all
+                predicted = None
+        if predicted is None:
+            predicted = simulate(schedule, model, itemsize).time
+        predictions[algorithm] = predicted
         segments_of[algorithm] = schedule.segments
     best = min(predictions, key=predictions.get)
     return Choice(best, segments_of[best], model.name, predictions)
@@ -73,9 +73,9 @@ def choose(
 
 @functools.lru_cache(maxsize=256)
 def _plan(operation, algorithm, size, count, root, segments, rank):
-    """Schedule and this rank's plan, built once per shape of call."""
+    """Schedule, this rank's plan and its scratch arrays, built once per shape of call."""
     schedule = build(operation, algorithm, size, count, root, segments)
-    return schedule, executor.plan(schedule, rank)
+    return schedule, executor.plan(schedule, rank), {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,10 +111,10 @@ def _run(
     if algo == "native":
         result = executor.native(comm, operation, buffer, op, root)
     else:
-        schedule, steps = _plan(
+        schedule, steps, scratch = _plan(
             operation, algo, size, buffer.size, root, segments, comm.Get_rank()
         )
-        result = executor.run(comm, schedule, buffer, op, steps)
+        result = executor.run(comm, schedule, buffer, op, steps, scratch)
     return (result, choice) if explain else result
 
 

@@ -57,33 +57,48 @@ def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, bool]]:
 
 
 def run(
-    comm, schedule: Schedule, buffer: np.ndarray, op=None, steps: list | None = None
+    comm,
+    schedule: Schedule,
+    buffer: np.ndarray,
+    op=None,
+    steps: list | None = None,
+    scratch: dict | None = None,
 ) -> np.ndarray:
     """Execute ``schedule`` in place on ``buffer`` (1D, C-contiguous) (collective).
 
-    ``steps`` is this rank's :func:`plan` of the schedule, if the caller keeps one.
+    ``steps`` is this rank's :func:`plan` of the schedule and ``scratch`` a dict in which
+    receive buffers are kept between calls, when the caller keeps them (fresh pages cost a
+    page fault each on first touch).
     """
     if comm.Get_size() != schedule.size:
         raise ValueError(
             f"schedule is for {schedule.size} ranks, communicator has {comm.Get_size()}"
         )
     combine = operator(op) if schedule.operation != "bcast" else None
+    in_place = combine in OPERATORS.values()  # numpy ufuncs can write into the buffer
     steps = plan(schedule, comm.Get_rank()) if steps is None else steps
+    scratch = {} if scratch is None else scratch
     irecv, isend, waitall = comm.Irecv, comm.Isend, MPI.Request.Waitall
-    for sends, receives, reduce in steps:
+    for index, (sends, receives, reduce) in enumerate(steps):
         requests, arrivals = [], []
-        for peer, start, stop in receives:
-            scratch = np.empty(stop - start, dtype=buffer.dtype)
-            requests.append(irecv(scratch, peer, TAG))
-            arrivals.append((start, stop, scratch))
+        for position, (peer, start, stop) in enumerate(receives):
+            key = (index, position, buffer.dtype.str)
+            landing = scratch.get(key)
+            if landing is None:
+                landing = scratch[key] = np.empty(stop - start, dtype=buffer.dtype)
+            requests.append(irecv(landing, peer, TAG))
+            arrivals.append((start, stop, landing))
         for peer, start, stop in sends:
             requests.append(isend(buffer[start:stop], peer, TAG))
         waitall(requests)
-        for start, stop, scratch in arrivals:
-            if reduce:
-                buffer[start:stop] = combine(buffer[start:stop], scratch)
+        for start, stop, landing in arrivals:
+            target = buffer[start:stop]
+            if not reduce:
+                target[...] = landing
+            elif in_place:
+                combine(target, landing, out=target)
             else:
-                buffer[start:stop] = scratch
+                target[...] = combine(target, landing)
     return buffer
 
 

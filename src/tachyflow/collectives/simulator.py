@@ -4,6 +4,8 @@ Timing: every rank has a clock and a receive port. A message starts when its sen
 ready and the receiver's port is free, takes ``α + mβ``, and the receiver is ready no
 earlier than its arrival. A rank sends one message at a time and receives one at a time,
 but sends and receives at once (one-port, full duplex), as seed 003's formulas assume.
+After a message arrives the receiver spends ``γ m`` combining it (reductions) or ``δ m``
+copying it into place, when the model has those costs.
 Steps where every rank sends and receives at most one message — all the tree, ring and
 pipeline algorithms — are simulated with numpy over all ranks at once, which is what makes
 100,000 ranks take seconds.
@@ -186,6 +188,10 @@ def simulate(
             continue
         sizes = _message_bytes(schedule, item, itemsize)
         _advance(clock, receive_free, item, model.alpha + sizes * model.beta)
+        # Combining (or copying) what arrived keeps the receiver busy after the transfer.
+        local = model.gamma if item.reduce else model.delta
+        if local:
+            np.add.at(clock, item.target, sizes * local)
         if tracker is not None:
             tracker.apply(item, index)
         steps += 1

@@ -19,6 +19,17 @@ from tachyflow.errors import ConfigError
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
+def read_local_costs(path) -> dict:
+    """The γ and δ a ping-pong results file measured (``{}`` for other inputs)."""
+    path = Path(path)
+    if path.suffix != ".json":
+        return {}
+    try:
+        return dict(json.loads(path.read_text()).get("local_costs") or {})
+    except (json.JSONDecodeError, OSError, AttributeError):
+        return {}
+
+
 def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarray]:
     """Sizes (bytes) and one-way times (seconds) from a results JSON or a text table."""
     path = Path(path)

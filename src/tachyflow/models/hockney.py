@@ -24,17 +24,26 @@ class Hockney:
         Seconds per byte (>= 0); ``1 / beta`` is the asymptotic bandwidth.
     name : str
         What machine or fit this describes.
+    gamma : float
+        Seconds per byte to combine a received message into the buffer (seed 003's
+        ``t_op``); 0 ignores the cost of reductions.
+    delta : float
+        Seconds per byte to copy a received message from scratch into the buffer.
     """
 
     alpha: float
     beta: float
     name: str = "custom"
+    gamma: float = 0.0
+    delta: float = 0.0
 
     def __post_init__(self):
         if not (self.alpha > 0 and np.isfinite(self.alpha)):
             raise ValueError(f"alpha must be a positive number of seconds, got {self.alpha!r}")
-        if not (self.beta >= 0 and np.isfinite(self.beta)):
-            raise ValueError(f"beta must be a non-negative number of s/byte, got {self.beta!r}")
+        for label in ("beta", "gamma", "delta"):
+            value = getattr(self, label)
+            if not (value >= 0 and np.isfinite(value)):
+                raise ValueError(f"{label} must be a non-negative number of s/byte, got {value!r}")
 
     def message_time(self, size_bytes):
         """Time of one message of ``size_bytes`` (scalar or array)."""
@@ -52,7 +61,14 @@ class Hockney:
 
     def to_dict(self) -> dict:
         """JSON-ready form (seconds and seconds per byte)."""
-        return {"model": "hockney", "name": self.name, "alpha": self.alpha, "beta": self.beta}
+        return {
+            "model": "hockney",
+            "name": self.name,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "delta": self.delta,
+        }
 
 
 def fit_hockney(sizes, times, name: str = "fit") -> tuple[Hockney, dict]:

@@ -70,6 +70,12 @@ def load_profile(name_or_path: str | None = None) -> Hockney:
     try:
         document = json.loads(path.read_text())
         model = document["model"]
-        return Hockney(float(model["alpha"]), float(model["beta"]), str(model.get("name", path)))
+        return Hockney(
+            float(model["alpha"]),
+            float(model["beta"]),
+            str(model.get("name", path)),
+            float(model.get("gamma", 0.0)),
+            float(model.get("delta", 0.0)),
+        )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
