@@ -759,7 +759,10 @@ def command_model_fit(args) -> int:
         raise ConfigError(f"{args.measurements}: {error}") from None
     costs = read_local_costs(args.measurements)
     model = Hockney(
-        model.alpha, model.beta, name, costs.get("gamma", 0.0), costs.get("delta", 0.0)
+        model.alpha,
+        model.beta,
+        name,
+        *(costs.get(key, 0.0) for key in ("gamma", "delta", "sigma")),
     )
     output = Path(args.output or f"{name}.profile.json")
     write_json(

@@ -140,3 +140,14 @@ def test_local_costs_slow_the_receivers_down():
         assert extra == pytest.approx(3 * count * per_byte)  # three rounds for 8 ranks
     with pytest.raises(ValueError, match="closed forms assume no local costs"):
         predict("bcast", "binomial", size, count, costly)
+
+
+def test_auto_picks_native_when_the_executor_overhead_dominates():
+    from tachyflow.collectives import choose
+
+    cheap = Hockney(1e-6, 1e-10, "cheap")
+    costly = Hockney(1e-6, 1e-10, "costly", sigma=5e-6)
+    assert choose("allreduce", 3, 4, 8, cheap).algorithm != "native"
+    choice = choose("allreduce", 3, 4, 8, costly)
+    assert choice.algorithm == "native"
+    assert choice.predictions["native"] < choice.predictions["recursive-doubling"]

@@ -93,8 +93,9 @@ def _timer(comm, requests, mode: str):
 
 
 def local_costs(repeats: int = 5, nbytes: int = 64 * 2**20) -> dict:
-    """Seconds per byte to combine (``a += b``) and to copy a message-sized array in memory:
-    the γ and δ of the cost model. Arrays larger than the caches, median of ``repeats``."""
+    """Seconds per byte to combine (``a += b``) and to copy a message-sized array in memory
+    (γ and δ of the cost model; arrays larger than the caches, median of ``repeats``), and
+    the executor's overhead per step (σ)."""
     import time
 
     a = np.ones(nbytes // 8)
@@ -107,7 +108,38 @@ def local_costs(repeats: int = 5, nbytes: int = 64 * 2**20) -> dict:
         start = time.perf_counter()
         np.copyto(a, b)
         copy.append(time.perf_counter() - start)
-    return {"gamma": float(np.median(combine)) / nbytes, "delta": float(np.median(copy)) / nbytes}
+    return {
+        "gamma": float(np.median(combine)) / nbytes,
+        "delta": float(np.median(copy)) / nbytes,
+        "sigma": executor_step_overhead(),
+    }
+
+
+def executor_step_overhead(steps: int = 2000) -> float:
+    """Seconds per step of tachyflow's collective executor: a 1-rank schedule of 8-byte
+    messages to itself, run on ``COMM_SELF`` (the Python cost of posting, waiting and
+    placing the data, which the MPI library's own collectives do not pay)."""
+    import time
+
+    from mpi4py import MPI
+
+    from tachyflow.collectives import executor
+    from tachyflow.collectives.schedule import Schedule, split, step
+
+    def generate():
+        for _ in range(steps):
+            yield step([0], [0], 0, 1, False, 0, 1)
+
+    schedule = Schedule("bcast", "self", 1, 1, 0, split(1, 1), generate)
+    plan = executor.plan(schedule, 0)
+    buffer, scratch = np.zeros(1), {}
+    executor.run(MPI.COMM_SELF, schedule, buffer, None, plan, scratch)
+    timings = []
+    for _ in range(5):
+        start = time.perf_counter()
+        executor.run(MPI.COMM_SELF, schedule, buffer, None, plan, scratch)
+        timings.append((time.perf_counter() - start) / steps)
+    return float(np.median(timings))
 
 
 def run_pingpong_benchmark(

@@ -2,10 +2,11 @@
 
 ``bcast``, ``reduce`` and ``allreduce`` take ``algo``: a name from
 :data:`~tachyflow.collectives.algorithms.ALGORITHMS`, ``"native"`` (the MPI library's
-call), or ``"auto"``: the algorithm (and segment count) with the lowest simulated time
-under the machine profile (``profile=``, else ``$TACHYFLOW_PROFILE``, else the built-in
-``shared-memory`` one). ``explain=True`` returns ``(result, Choice)`` telling what ran and
-why. All ranks must pass the same count, dtype, op, root and algo.
+call), or ``"auto"``: the algorithm (and segment count), ``native`` included, with the
+lowest simulated time under the machine profile (``profile=``, else
+``$TACHYFLOW_PROFILE``, else the built-in ``shared-memory`` one). ``explain=True``
+returns ``(result, Choice)`` telling what ran and why. All ranks must pass the same
+count, dtype, op, root and algo.
 """
 
 from __future__ import annotations
@@ -24,6 +25,18 @@ from tachyflow.models.profiles import load_profile
 
 # Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
 SIMULATE_UP_TO = 4096
+
+
+def native_equivalent(operation: str, nbytes: int, size: int) -> str:
+    """The schedule that models the MPI library's own call: MPICH's defaults (binomial
+    broadcast below 12 KiB or 8 ranks, else scatter + allgather; recursive-doubling
+    allreduce up to 2 KiB, else reduce-scatter + allgather, like the ring; binomial reduce).
+    """
+    if operation == "bcast":
+        return "binomial" if nbytes < 12288 or size < 8 else "scatter-ring"
+    if operation == "allreduce":
+        return "recursive-doubling" if nbytes <= 2048 else "ring"
+    return "binomial"
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,13 @@ def choose(
             predicted = simulate(schedule, model, itemsize).time
         predictions[algorithm] = predicted
         segments_of[algorithm] = schedule.segments
+    # The library's call runs the same kind of algorithm without the Python executor's
+    # per-step overhead.
+    equivalent = build(
+        operation, native_equivalent(operation, count * itemsize, size), size, count, 0
+    )
+    predictions["native"] = simulate(equivalent, model, itemsize, software_overhead=False).time
+    segments_of["native"] = 1
     best = min(predictions, key=predictions.get)
     return Choice(best, segments_of[best], model.name, predictions)
 

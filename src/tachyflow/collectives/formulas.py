@@ -39,8 +39,8 @@ def predict(
 ) -> tuple[float, int]:
     """Predicted time and segment count of an algorithm; ValueError for unknown names, and
     for a model with local costs (γ, δ), whose effect the simulator accounts for."""
-    if model.gamma or model.delta:
-        raise ValueError("closed forms assume no local costs (gamma = delta = 0)")
+    if model.gamma or model.delta or model.sigma:
+        raise ValueError("closed forms assume no local costs (gamma = delta = sigma = 0)")
     rounds = math.ceil(math.log2(size)) if size > 1 else 0
     whole = float(model.message_time(nbytes))
     if (operation, algorithm) == ("bcast", "pipeline"):

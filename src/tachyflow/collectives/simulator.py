@@ -173,12 +173,19 @@ class _Tracker:
 
 
 def simulate(
-    schedule: Schedule, model: Hockney, itemsize: int = 1, check: bool = False
+    schedule: Schedule,
+    model: Hockney,
+    itemsize: int = 1,
+    check: bool = False,
+    software_overhead: bool = True,
 ) -> SimulationResult:
     """Virtual time of ``schedule`` under ``model`` (bytes = elements × ``itemsize``).
 
     With ``check``, also verify the data movement (raises :class:`ScheduleError`).
+    ``software_overhead`` charges the model's σ per step to every participating rank
+    (tachyflow's executor); False models a library running the same algorithm natively.
     """
+    sigma = model.sigma if software_overhead else 0.0
     clock = np.zeros(schedule.size)
     receive_free = np.zeros(schedule.size)
     tracker = _Tracker(schedule) if check else None
@@ -187,6 +194,9 @@ def simulate(
         if item.source.size == 0:
             continue
         sizes = _message_bytes(schedule, item, itemsize)
+        if sigma:
+            participants = np.union1d(item.source, item.target)
+            clock[participants] += sigma
         _advance(clock, receive_free, item, model.alpha + sizes * model.beta)
         # Combining (or copying) what arrived keeps the receiver busy after the transfer.
         local = model.gamma if item.reduce else model.delta

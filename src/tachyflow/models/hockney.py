@@ -29,6 +29,9 @@ class Hockney:
         ``t_op``); 0 ignores the cost of reductions.
     delta : float
         Seconds per byte to copy a received message from scratch into the buffer.
+    sigma : float
+        Seconds of software overhead per step and participating rank of tachyflow's own
+        (Python) executor; the MPI library's native collectives do not pay it.
     """
 
     alpha: float
@@ -36,11 +39,12 @@ class Hockney:
     name: str = "custom"
     gamma: float = 0.0
     delta: float = 0.0
+    sigma: float = 0.0
 
     def __post_init__(self):
         if not (self.alpha > 0 and np.isfinite(self.alpha)):
             raise ValueError(f"alpha must be a positive number of seconds, got {self.alpha!r}")
-        for label in ("beta", "gamma", "delta"):
+        for label in ("beta", "gamma", "delta", "sigma"):
             value = getattr(self, label)
             if not (value >= 0 and np.isfinite(value)):
                 raise ValueError(f"{label} must be a non-negative number of s/byte, got {value!r}")
@@ -68,6 +72,7 @@ class Hockney:
             "beta": self.beta,
             "gamma": self.gamma,
             "delta": self.delta,
+            "sigma": self.sigma,
         }
 
 

@@ -74,8 +74,7 @@ def load_profile(name_or_path: str | None = None) -> Hockney:
             float(model["alpha"]),
             float(model["beta"]),
             str(model.get("name", path)),
-            float(model.get("gamma", 0.0)),
-            float(model.get("delta", 0.0)),
+            *(float(model.get(key, 0.0)) for key in ("gamma", "delta", "sigma")),
         )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
