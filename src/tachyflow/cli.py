@@ -76,6 +76,24 @@ def _add_ranks_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_output_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="results",
+        help="folder for the results JSON and plot (default ./results)",
+    )
+
+
+def _add_repeats_option(parser: argparse.ArgumentParser, repeats: int) -> None:
+    parser.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=repeats,
+        help=f"timed samples per candidate (default {repeats})",
+    )
+
+
 def _add_benchmark_options(parser: argparse.ArgumentParser, repeats: int) -> None:
     _add_ranks_option(parser)
     parser.add_argument(
@@ -93,12 +111,7 @@ def _add_benchmark_options(parser: argparse.ArgumentParser, repeats: int) -> Non
         metavar="ROWSxCOLS",
         help="process grid, e.g. 2x1 (default: chosen by the cost model)",
     )
-    parser.add_argument(
-        "--repeats",
-        type=_positive_int,
-        default=repeats,
-        help=f"timed samples per candidate (default {repeats})",
-    )
+    _add_repeats_option(parser, repeats)
     parser.add_argument(
         "--warmup",
         type=_non_negative_int,
@@ -106,12 +119,7 @@ def _add_benchmark_options(parser: argparse.ArgumentParser, repeats: int) -> Non
         help="untimed calls per candidate first (default 3)",
     )
     parser.add_argument("--no-peer", action="store_true", help="do not time the peer")
-    parser.add_argument(
-        "-o",
-        "--output",
-        default="results",
-        help="folder for the results JSON and plot (default ./results)",
-    )
+    _add_output_option(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -216,16 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     pingpong.add_argument(
         "--max-size", type=_byte_size, default=64 * 2**20, help="largest message (default 64MiB)"
     )
-    pingpong.add_argument(
-        "--repeats", type=_positive_int, default=5, help="samples per size (default 5)"
-    )
+    _add_repeats_option(pingpong, 5)
     pingpong.add_argument("--no-peer", action="store_true", help="do not run the peers")
-    pingpong.add_argument(
-        "-o",
-        "--output",
-        default="results",
-        help="folder for the results JSON and plot (default ./results)",
-    )
+    _add_output_option(pingpong)
     pingpong.set_defaults(handler=command_bench_pingpong, orchestrator=orchestrate_pingpong)
 
     collective = benchmarks.add_parser(
@@ -243,24 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
     collective.add_argument(
         "--sizes", default="8B:16MiB", help="FIRST:LAST[:FACTOR] (default 8B:16MiB, factor 4)"
     )
-    collective.add_argument(
-        "--repeats",
-        type=_positive_int,
-        default=10,
-        help="samples per algorithm and size (default 10)",
-    )
+    _add_repeats_option(collective, 10)
     collective.add_argument(
         "--profile",
         default=None,
         help="machine profile of the predictions (default: "
         "$TACHYFLOW_PROFILE, else shared-memory)",
     )
-    collective.add_argument(
-        "-o",
-        "--output",
-        default="results",
-        help="folder for the results JSON and plot (default ./results)",
-    )
+    _add_output_option(collective)
     collective.set_defaults(handler=command_bench_collectives)
 
     step = benchmarks.add_parser(

@@ -97,28 +97,8 @@ class _Tracker:
             self.state = [[1 << rank] * segments for rank in range(size)]
 
     def apply(self, item: Step, index: int) -> None:
-        if self.schedule.operation == "bcast":
-            for s, t, a, b in zip(
-                item.source.tolist(),
-                item.target.tolist(),
-                item.first.tolist(),
-                item.stop.tolist(),
-                strict=True,
-            ):
-                if not self.state[s, a:b].all():
-                    raise ScheduleError(
-                        f"step {index}: rank {s} sends segments {a}..{b - 1} to rank {t} "
-                        "before it has them"
-                    )
-            # Receivers get the senders' segments as they were at the start of the step.
-            for t, a, b in zip(
-                item.target.tolist(), item.first.tolist(), item.stop.tolist(), strict=True
-            ):
-                self.state[t, a:b] = True
-            return
         bounds = self.schedule.bounds
-        # Messages of empty segments carry nothing; senders send what they held at the
-        # start of the step, before any receive of this step lands.
+        # (source, target, first, stop) of every message that carries data.
         messages = [
             (s, t, a, b)
             for s, t, a, b in zip(
@@ -130,6 +110,18 @@ class _Tracker:
             )
             if bounds[b] > bounds[a]
         ]
+        if self.schedule.operation == "bcast":
+            for s, t, a, b in messages:
+                if not self.state[s, a:b].all():
+                    raise ScheduleError(
+                        f"step {index}: rank {s} sends segments {a}..{b - 1} to rank {t} "
+                        "before it has them"
+                    )
+            # Receivers get the senders' segments as they were at the start of the step.
+            for _, t, a, b in messages:
+                self.state[t, a:b] = True
+            return
+        # Senders send what they held at the start of the step, before any receive lands.
         sent = {
             (s, segment): self.state[s][segment]
             for s, _, a, b in messages
@@ -152,7 +144,8 @@ class _Tracker:
         schedule = self.schedule
         size = schedule.size
         if schedule.operation == "bcast":
-            missing = np.argwhere(~self.state)
+            carries_data = schedule.bounds[1:] > schedule.bounds[:-1]
+            missing = np.argwhere(~self.state & carries_data[None, :])
             if missing.size:
                 rank, segment = missing[0]
                 raise ScheduleError(f"rank {rank} ends without segment {segment}")
