@@ -47,8 +47,11 @@ bench: install-bench
 	done
 	$(BIN)/tachyflow bench step -n 2 --grid 128 128 128 -o bench-results
 	$(BIN)/tachyflow bench pingpong -n 2 -o bench-results
+	$(BIN)/tachyflow model fit bench-results/pingpong_2ranks.json \
+	  -o bench-results/machine.profile.json
 	for ranks in 2 3; do for op in bcast allreduce; do \
-	  $(BIN)/tachyflow bench collectives --op $$op -n $$ranks -o bench-results || exit 1; \
+	  $(BIN)/tachyflow bench collectives --op $$op -n $$ranks \
+	    --profile bench-results/machine.profile.json -o bench-results || exit 1; \
 	done; done
 	$(BIN)/tachyflow report bench-results
 
