@@ -38,8 +38,13 @@ def test_results_document_carries_the_context_design_requires():
 
 
 def test_write_json_is_atomic_and_leaves_no_temporary(tmp_path):
+    import os
+
     path = write_json(tmp_path / "out.json", {"tachyflow": "0", "benchmark": "x", "v": 1})
     assert read_results(path)["v"] == 1
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # readable like any written file
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 

@@ -23,6 +23,10 @@ def replacing(path: str | os.PathLike):
     os.close(handle)
     try:
         yield Path(temporary)
+        # mkstemp makes the file private (0600); give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
