@@ -690,7 +690,7 @@ def command_model(args) -> int:
     from tachyflow.collectives.algorithms import build
     from tachyflow.collectives.formulas import optimal_pipeline_segments, predict
     from tachyflow.collectives.simulator import simulate
-    from tachyflow.models.profiles import load_profile
+    from tachyflow.models.profiles import builtin_profiles, load_profile, profile_source
 
     if args.algo not in _algorithm_table()[args.op]:
         raise ConfigError(
@@ -707,6 +707,8 @@ def command_model(args) -> int:
         f"{profile.bandwidth / 1e6:.4g} MB/s)"
     )
     print(header)
+    if profile.name in builtin_profiles():
+        print(f"profile source: {profile_source(profile.name)}")
     if args.model_command == "predict":
         try:
             seconds, segments = predict(
