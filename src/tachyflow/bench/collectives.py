@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow import collectives
+from tachyflow import collectives, runtime
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.results import new_results
 from tachyflow.collectives.algorithms import ALGORITHMS, build
@@ -71,9 +71,7 @@ def run_collectives_benchmark(
     comm=None,
 ) -> dict:
     """Measure and predict every algorithm at every size (collective over ``comm``)."""
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = runtime.world() if comm is None else comm
     if operation not in ALGORITHMS:
         raise ValueError(f"operation must be one of {sorted(ALGORITHMS)}, got {operation!r}")
     names = [*ALGORITHMS[operation], "native"] if algorithms is None else list(algorithms)
@@ -93,8 +91,6 @@ def run_collectives_benchmark(
         "warmup": warmup,
         "profile": model.to_dict(),
         "dtype": "float64",
-        "global_shape": [len(sizes)],
-        "proc_grid": [size],
     }
     document = new_results("collectives", params, comm)
     within = []

@@ -163,8 +163,6 @@ def run_pingpong_benchmark(
         "modes": list(modes),
         "sizes": len(sizes),
         "pairs": "ranks 0 and 1",
-        "global_shape": [len(sizes)],
-        "proc_grid": [comm.Get_size()],
     }
     document = new_results("pingpong", params, comm)
     storage = np.zeros(largest, dtype=np.uint8)

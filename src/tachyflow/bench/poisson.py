@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tachyflow import runtime
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results
@@ -95,9 +96,7 @@ def run_poisson_benchmark(
     global_shape, proc_grid=None, repeats=10, warmup=2, peer=True, comm=None
 ) -> dict:
     """Measure Poisson solves; return the results document (collective over ``comm``)."""
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = runtime.world() if comm is None else comm
     decomposition = PencilDecomposition(
         global_shape, proc_grid, comm, periodic=(True, False, True)
     )

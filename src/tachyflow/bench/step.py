@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tachyflow import config
+from tachyflow import config, runtime
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results, summarize
@@ -26,11 +26,9 @@ MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes
 
 def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None) -> dict:
     """Measure channel time steps and the memory bound (collective over ``comm``)."""
-    from mpi4py import MPI
-
     from tachyflow.simulation import build, set_initial_condition
 
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = runtime.world() if comm is None else comm
     case = config.load("channel").replace("grid", cells=tuple(global_shape))
     if proc_grid is not None:
         case = case.replace("parallel", proc_grid=tuple(proc_grid))

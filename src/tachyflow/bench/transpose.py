@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow import runtime
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import new_results
@@ -124,9 +125,7 @@ def run_transpose_benchmark(
 
     ``peer=True`` adds mpi4py-fft when it is installed (the document says when it was not).
     """
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = runtime.world() if comm is None else comm
     dtype = np.dtype(dtype)
     if dtype.kind not in "fc":
         raise ValueError(f"dtype must be a real or complex floating type, got {dtype}")
