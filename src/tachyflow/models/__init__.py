@@ -1,6 +1,8 @@
-"""Communication cost models: Hockney (α, β), fitted from ping-pong, and machine profiles."""
+"""Communication cost models: Hockney (α, β) fitted from ping-pong, LogGP fitted from
+Netgauge's PRTT round trips, and machine profiles."""
 
 from tachyflow.models.hockney import Hockney, fit_hockney
+from tachyflow.models.loggp import LogGP, fit_loggp
 from tachyflow.models.profiles import builtin_profiles, load_profile
 
-__all__ = ["Hockney", "builtin_profiles", "fit_hockney", "load_profile"]
+__all__ = ["Hockney", "LogGP", "builtin_profiles", "fit_hockney", "fit_loggp", "load_profile"]

@@ -53,6 +53,11 @@ class Hockney:
         """Time of one message of ``size_bytes`` (scalar or array)."""
         return self.alpha + np.asarray(size_bytes, dtype=float) * self.beta
 
+    def send_occupancy(self, size_bytes):
+        """Seconds the sender is busy before it can start its next send (scalar or array):
+        the whole message time, as Hockney has no separate overhead or gap."""
+        return self.message_time(size_bytes)
+
     @property
     def bandwidth(self) -> float:
         """Asymptotic bandwidth in bytes per second."""

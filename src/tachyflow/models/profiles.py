@@ -1,4 +1,4 @@
-"""Machine profiles: the Hockney parameters of a machine, built in or fitted by the user.
+"""Machine profiles: the cost model of a machine, built in (Hockney) or fitted by the user.
 
 Built-in profiles are the seed papers' machines, so users can ask what-if questions:
 
@@ -12,7 +12,18 @@ Built-in profiles are the seed papers' machines, so users can ask what-if questi
   order of an MPI library's intra-node transport (1 µs, 5 GB/s).
 
 A fitted profile is a JSON file written by ``tachyflow model fit``; ``$TACHYFLOW_PROFILE``
-names the one that ``algo="auto"`` uses.
+names the one that ``algo="auto"`` uses. Its schema::
+
+    {"model": {"model": "hockney", "alpha": s, "beta": s/B, "gamma", "delta", "sigma"},
+     "quality": {...},
+     "loggp": {"model": {"model": "loggp", "L": s, "o": s, "g": s, "G": s/B, ...},
+               "quality": {...}},
+     "default": "hockney" | "loggp",
+     "source": "the measurements"}
+
+``model`` is always the Hockney fit, so files written before LogGP existed still load;
+``loggp`` is there when the measurements had PRTT data, and ``default`` (absent means
+``hockney``) names the model :func:`load_profile` returns unless told otherwise.
 """
 
 from __future__ import annotations
@@ -23,9 +34,12 @@ from pathlib import Path
 
 from tachyflow.errors import ConfigError
 from tachyflow.models.hockney import Hockney
+from tachyflow.models.loggp import LogGP
 
 MICROSECOND = 1e-6
 PROFILE_VARIABLE = "TACHYFLOW_PROFILE"
+MODELS = ("hockney", "loggp")
+LOCAL_COSTS = ("gamma", "delta", "sigma")
 
 _BUILTIN = {
     "sp2": (46.0, 0.035, "seed 003: IBM SP2 ping-pong fit, 46 + 0.035 m us"),
@@ -51,15 +65,50 @@ def profile_source(name: str) -> str:
     return _BUILTIN[name][2]
 
 
-def load_profile(name_or_path: str | None = None) -> Hockney:
+def profile_document(
+    hockney: Hockney,
+    quality: dict,
+    source: str,
+    loggp: tuple[LogGP, dict] | None = None,
+    default: str = "hockney",
+) -> dict:
+    """The JSON document of a fitted profile (schema in the module docstring).
+
+    Raises
+    ------
+    ValueError
+        ``default`` is not a model name, or is ``"loggp"`` without a LogGP fit.
+    """
+    if default not in MODELS:
+        raise ValueError(f"default model must be one of {MODELS}, got {default!r}")
+    if default == "loggp" and loggp is None:
+        raise ValueError("the default model is loggp but there is no LogGP fit (no PRTT data)")
+    document = {"model": hockney.to_dict(), "quality": quality}
+    if loggp is not None:
+        document["loggp"] = {"model": loggp[0].to_dict(), "quality": loggp[1]}
+    document["default"] = default
+    document["source"] = source
+    return document
+
+
+def load_profile(name_or_path: str | None = None, model: str | None = None) -> Hockney | LogGP:
     """A built-in profile by name, or a fitted one from a JSON file.
 
-    ``None`` means ``$TACHYFLOW_PROFILE`` if set, else ``shared-memory``.
+    ``None`` means ``$TACHYFLOW_PROFILE`` if set, else ``shared-memory``. ``model``
+    (``"hockney"`` or ``"loggp"``) picks the model of a fitted profile; ``None`` takes the
+    profile's ``default``. Built-in profiles are Hockney only.
     """
+    if model is not None and model not in MODELS:
+        raise ConfigError(f"model must be one of {MODELS}, got {model!r}")
     if name_or_path is None:
         name_or_path = os.environ.get(PROFILE_VARIABLE, "shared-memory")
     profiles = builtin_profiles()
     if name_or_path in profiles:
+        if model == "loggp":
+            raise ConfigError(
+                f"built-in profile {name_or_path!r} has no LogGP model: fit one with "
+                "`tachyflow model fit` from a `tachyflow bench pingpong` run"
+            )
         return profiles[name_or_path]
     path = Path(name_or_path)
     if not path.is_file():
@@ -69,12 +118,30 @@ def load_profile(name_or_path: str | None = None) -> Hockney:
         )
     try:
         document = json.loads(path.read_text())
-        model = document["model"]
-        return Hockney(
-            float(model["alpha"]),
-            float(model["beta"]),
-            str(model.get("name", path)),
-            *(float(model.get(key, 0.0)) for key in ("gamma", "delta", "sigma")),
+        chosen = model or document.get("default", "hockney")
+    except (json.JSONDecodeError, AttributeError) as error:
+        raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
+    if chosen not in MODELS:
+        raise ConfigError(f"{path}: default model must be one of {MODELS}, got {chosen!r}")
+    if chosen == "loggp" and "loggp" not in document:
+        raise ConfigError(
+            f"{path} has no LogGP model: it was fitted from measurements without PRTT data "
+            "(rerun `tachyflow bench pingpong` and `tachyflow model fit`)"
         )
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+    try:
+        if chosen == "hockney":
+            parameters = document["model"]
+            return Hockney(
+                float(parameters["alpha"]),
+                float(parameters["beta"]),
+                str(parameters.get("name", path)),
+                *(float(parameters.get(key, 0.0)) for key in LOCAL_COSTS),
+            )
+        parameters = document["loggp"]["model"]
+        return LogGP(
+            *(float(parameters[key]) for key in ("L", "o", "g", "G")),
+            str(parameters.get("name", path)),
+            *(float(parameters.get(key, 0.0)) for key in LOCAL_COSTS),
+        )
+    except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
