@@ -9,6 +9,9 @@ each other at once (bidirectional bandwidth = 2 m / time). Other ranks wait.
 Peers, measured by the same command as separate launches when it self-launches with
 ``-n``: a C ping-pong built with the runtime's ``mpicc`` (``peers/pingpong.c``, the same
 plan of sizes and iterations) and ``python -m mpi4py.bench pingpong``.
+
+The same run records Netgauge's PRTT round trips (:mod:`tachyflow.bench.loggp`) under
+``prtt``, from which ``tachyflow model fit`` fits a LogGP model beside the Hockney one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow.bench import loggp
 from tachyflow.bench.results import new_results, summarize
 from tachyflow.io.files import replacing
 
@@ -163,6 +167,8 @@ def run_pingpong_benchmark(
         "modes": list(modes),
         "sizes": len(sizes),
         "pairs": "ranks 0 and 1",
+        "prtt_n": loggp.TRAIN,
+        "prtt_tests": loggp.TESTS,
     }
     document = new_results("pingpong", params, comm)
     storage = np.zeros(largest, dtype=np.uint8)
@@ -189,6 +195,7 @@ def run_pingpong_benchmark(
                 entry["bandwidth"] = moved / entry["median"]
                 document["results"].append(entry)
                 advance(1)
+    document["prtt"] = loggp.measure_prtt(comm, loggp.prtt_sizes(largest))
     costs = local_costs() if comm.Get_rank() == 0 else None
     document["local_costs"] = comm.bcast(costs, root=0)
     return document
