@@ -316,9 +316,11 @@ def build_parser() -> argparse.ArgumentParser:
         action_parser.set_defaults(handler=command_model)
     fit = model_commands.add_parser(
         "fit",
-        help="fit a Hockney profile to ping-pong measurements",
+        help="fit a Hockney (and LogGP) profile to ping-pong measurements",
         description="Fit T(m) = alpha + m beta to one-way ping-pong times: a tachyflow "
-        "results JSON, or a text table of size (bytes) and time (osu_latency output).",
+        "results JSON, or a text table of size (bytes) and time (osu_latency output). "
+        "When the results JSON of `tachyflow bench pingpong` carries PRTT round trips, "
+        "also fit LogGP (L, o, g, G) by Netgauge's method; the profile holds both.",
     )
     fit.add_argument("measurements", help="results JSON or two-column text file")
     fit.add_argument(
@@ -328,6 +330,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="unit of the times in a text file (default us)",
     )
     fit.add_argument("--name", default=None, help="profile name (default: the file's stem)")
+    fit.add_argument(
+        "--model",
+        default="hockney",
+        choices=["hockney", "loggp"],
+        help="the model the profile gives by default (default hockney; loggp needs PRTT data)",
+    )
     fit.add_argument(
         "-o",
         "--output",
@@ -741,8 +749,10 @@ def command_model_fit(args) -> int:
     from pathlib import Path
 
     from tachyflow.bench.results import write_json
-    from tachyflow.models.fit import read_local_costs, read_measurements
+    from tachyflow.models.fit import read_local_costs, read_measurements, read_prtt
     from tachyflow.models.hockney import Hockney, fit_hockney
+    from tachyflow.models.loggp import LogGP, fit_loggp
+    from tachyflow.models.profiles import LOCAL_COSTS, profile_document
 
     sizes, times = read_measurements(args.measurements, args.time_unit)
     name = args.name or Path(args.measurements).stem
@@ -750,25 +760,42 @@ def command_model_fit(args) -> int:
         model, quality = fit_hockney(sizes, times, name)
     except ValueError as error:
         raise ConfigError(f"{args.measurements}: {error}") from None
-    costs = read_local_costs(args.measurements)
-    model = Hockney(
-        model.alpha,
-        model.beta,
-        name,
-        *(costs.get(key, 0.0) for key in ("gamma", "delta", "sigma")),
-    )
+    costs = [read_local_costs(args.measurements).get(key, 0.0) for key in LOCAL_COSTS]
+    model = Hockney(model.alpha, model.beta, name, *costs)
+    _print_fit("Hockney", model, quality)
+    loggp, why_not = None, "the measurements have no PRTT round trips (`bench pingpong` has)"
+    records = read_prtt(args.measurements)
+    if records:
+        try:
+            fitted, loggp_quality = fit_loggp(records, name)
+            loggp = (LogGP(fitted.L, fitted.o, fitted.g, fitted.G, name, *costs), loggp_quality)
+            _print_fit("LogGP", *loggp)
+        except ValueError as error:
+            why_not = str(error)
+    if loggp is None:
+        if args.model == "loggp":
+            raise ConfigError(f"{args.measurements}: no LogGP fit: {why_not}")
+        print(f"LogGP not fitted: {why_not}")
     output = Path(args.output or f"{name}.profile.json")
-    write_json(
-        output, {"model": model.to_dict(), "quality": quality, "source": str(args.measurements)}
-    )
-    print(
-        f"alpha = {model.alpha * 1e6:.4g} us, beta = {model.beta * 1e9:.4g} ns/B "
-        f"({model.bandwidth / 1e9:.4g} GB/s), half-bandwidth size "
-        f"{model.half_bandwidth_size:.0f} B; rms relative error "
-        f"{quality['rms_relative_error']:.2%} over {quality['points']} points"
-    )
-    print(f"wrote {output}")
+    write_json(output, profile_document(model, quality, str(args.measurements), loggp, args.model))
+    print(f"wrote {output} (default model {args.model})")
     return 0
+
+
+def _print_fit(label: str, model, quality: dict) -> None:
+    if label == "LogGP":
+        parameters = (
+            f"L = {model.L * 1e6:.4g} us, o = {model.o * 1e6:.4g} us, "
+            f"g = {model.g * 1e6:.4g} us, G = {model.G * 1e9:.4g} ns/B"
+        )
+    else:
+        parameters = f"alpha = {model.alpha * 1e6:.4g} us, beta = {model.beta * 1e9:.4g} ns/B"
+    print(
+        f"{label}: {parameters} ({model.bandwidth / 1e9:.4g} GB/s), half-bandwidth size "
+        f"{model.half_bandwidth_size:.0f} B; rms relative error "
+        f"{quality['rms_relative_error']:.2%}, worst {quality['max_relative_error']:.2%} "
+        f"over {quality['points']} points"
+    )
 
 
 def command_report(args) -> int:

@@ -4,7 +4,8 @@ Accepted inputs: a tachyflow results JSON whose entries carry ``size`` (bytes) a
 ``median`` (seconds, one-way) — ``tachyflow bench pingpong`` writes one; its latency
 entries are used — or a text file of two numeric columns, message size in
 bytes and one-way time (OSU ``osu_latency`` and NetPIPE-style output; ``#`` comments and
-header lines are skipped), in microseconds unless told otherwise.
+header lines are skipped), in microseconds unless told otherwise. A results JSON of
+``tachyflow bench pingpong`` also carries the PRTT round trips of the LogGP fit.
 """
 
 from __future__ import annotations
@@ -28,6 +29,23 @@ def read_local_costs(path) -> dict:
         return dict(json.loads(path.read_text()).get("local_costs") or {})
     except (json.JSONDecodeError, OSError, AttributeError):
         return {}
+
+
+def read_prtt(path) -> list[dict]:
+    """The PRTT records of a ping-pong results file (``[]`` for other inputs, which have
+    none: the LogGP fit needs round trips that a plain latency table does not give)."""
+    path = Path(path)
+    if path.suffix != ".json":
+        return []
+    try:
+        records = json.loads(path.read_text()).get("prtt") or []
+    except (json.JSONDecodeError, OSError, AttributeError):
+        return []
+    if not isinstance(records, list):
+        raise ConfigError(
+            f"{path}: 'prtt' must be a list of records, got {type(records).__name__}"
+        )
+    return records
 
 
 def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarray]:
