@@ -285,6 +285,9 @@ def test_model_fit_reads_osu_output_and_writes_a_usable_profile(tmp_path):
     assert "predicted time 9.00 us" in predicted.stdout  # 3 rounds of (2 + 1) us
     bad = tachyflow("model", "fit", str(tmp_path / "missing.txt"))
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+    assert "LogGP not fitted: the measurements have no PRTT" in result.stdout
+    no_loggp = tachyflow("model", "fit", str(table), "--model", "loggp")
+    assert no_loggp.returncode == 2 and "no LogGP fit" in no_loggp.stderr
 
 
 def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
@@ -314,6 +317,10 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
     assert fit.returncode == 0, fit.stderr
     profile = json.loads((tmp_path / "here.json").read_text())["model"]
     assert 0 < profile["alpha"] < 1e-3
+    assert [r["size"] for r in document["prtt"]] == [1, 4, 16, 64, 256, 1024, 4096]
+    # Up to 4 KiB the per-byte cost G is within the noise of a loaded machine, so the
+    # LogGP fit may be refused (a negative G); either way it must say so.
+    assert "LogGP: L = " in fit.stdout or "LogGP not fitted: " in fit.stdout
 
 
 def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
