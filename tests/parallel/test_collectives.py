@@ -89,3 +89,9 @@ def test_pingpong_measures_every_size_and_mode():
     complete = found == {(mode, size) for mode in ("latency", "bibw") for size in sizes}
     positive = all(e["median"] > 0 and len(e["samples"]) == 2 for e in document["results"])
     parallel_assert(complete and positive, "missing or empty ping-pong entries")
+    prtt = document["prtt"]
+    ordered = all(0 < r["prtt_1_0"] < r["prtt_n_0"] < r["prtt_n_d"] for r in prtt)
+    parallel_assert(
+        [r["size"] for r in prtt] == [1, 4, 16, 64, 256, 1024] and ordered,
+        f"PRTT records incomplete or out of order: {prtt}",
+    )
