@@ -251,8 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="machine profile of the predictions (default: "
         "$TACHYFLOW_PROFILE, else shared-memory)",
     )
+    collective.add_argument(
+        "--no-mpich-algorithms",
+        action="store_true",
+        help="under MPICH, do not also run MPICH's own algorithms forced one by one",
+    )
     _add_output_option(collective)
-    collective.set_defaults(handler=command_bench_collectives)
+    collective.set_defaults(
+        handler=command_bench_collectives, orchestrator=orchestrate_collectives
+    )
 
     step = benchmarks.add_parser(
         "step",
@@ -267,8 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     model = commands.add_parser(
         "model",
         help="communication cost models: predict, simulate, fit",
-        description="Hockney cost models of collective algorithms: closed-form predictions, "
-        "the schedule simulator, and fits of ping-pong measurements into machine profiles.",
+        description="Hockney and LogGP cost models of collective algorithms: closed-form "
+        "predictions, the schedule simulator, and fits of ping-pong measurements into machine "
+        "profiles.",
     )
     model_commands = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
     for action, text in (
@@ -295,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
             dest="nbytes",
             type=_byte_size,
             required=True,
-            help="message size, e.g. 8B, 64KiB, 1MiB",
+            help="message size per rank, e.g. 8B, 64KiB, 1MiB (one rank's block for gather, "
+            "scatter and alltoall)",
         )
         action_parser.add_argument(
             "--profile",
@@ -307,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--segments",
             type=_positive_int,
             default=None,
-            help="segment count (default: the model's optimum for pipeline)",
+            help="segment count (default: the model's optimum for pipeline, two-path and "
+            "segmented-ring)",
         )
         if action == "simulate":
             action_parser.add_argument(
@@ -631,10 +641,79 @@ def _print_pingpong(document: dict) -> None:
     runtime.make_console().print(table)
 
 
-def command_bench_collectives(args) -> int:
-    """``tachyflow bench collectives``."""
+def orchestrate_collectives(args, arguments) -> int:
+    """``tachyflow bench collectives -n N``: ours and native under mpiexec, then, under
+    MPICH, one launch per MPICH algorithm forced by its CVARs, merged into the results."""
+    import tempfile
+    from pathlib import Path
+
+    from tachyflow.bench import collectives
+    from tachyflow.bench.report import save
+    from tachyflow.bench.results import read_results
+    from tachyflow.models.profiles import load_profile
+
+    code = runtime.relaunch(args.ranks, arguments)
+    if code or args.no_mpich_algorithms:
+        return code
+    path = Path(args.output) / f"collectives_{args.op}_{args.ranks}ranks.json"
+    document = read_results(path)
+    if "MPICH" not in document["mpi"]["library"]:
+        return 0
+    model = load_profile(args.profile)
+    failed = []
+    with tempfile.TemporaryDirectory() as folder:
+        for algorithm in collectives.MPICH_ALGORITHMS[args.op]:
+            print(f"MPICH's {args.op} forced to {algorithm} ...", flush=True)
+            forced_path = Path(folder) / path.name
+            errors = Path(folder) / "stderr.txt"
+            with errors.open("w") as stderr:
+                code = runtime.relaunch(
+                    args.ranks,
+                    [*arguments, "--algos", "native", "--no-mpich-algorithms", "-o", folder],
+                    collectives.forced_environment(args.op, algorithm),
+                    stderr,
+                )
+            text = errors.read_text()
+            if code or not forced_path.is_file():
+                failed.append(algorithm)
+                print(f"  failed (exit {code}): {text.strip()[-300:]}")
+                continue
+            fell_back = collectives.MPICH_FALLBACK_TEXT in text
+            collectives.merge_forced(
+                document, algorithm, read_results(forced_path), fell_back, model
+            )
+            forced_path.unlink()
+            if fell_back:
+                print(
+                    f"  MPICH fell back to its default for some sizes ({algorithm} inapplicable)"
+                )
+    json_path, _ = save(document, args.output)
+    _print_collectives(document)
+    print(f"wrote {json_path} (with MPICH's forced algorithms)")
+    return EXIT_FAILURE if failed else 0
+
+
+def _print_collectives(document: dict) -> None:
+    """Table of every entry: verified, measured median and the model's prediction."""
     from rich.table import Table
 
+    table = Table(title=f"{document['params']['operation']} on {document['mpi']['ranks']} ranks")
+    for column in ("algorithm", "size", "verified", "median", "predicted"):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for entry in sorted(document["results"], key=lambda e: e["size"]):
+        predicted = entry.get("predicted")
+        table.add_row(
+            entry["name"],
+            f"{entry['size']} B",
+            "yes" if entry["verified"] else "[red]FAILED[/red]",
+            f"{entry['median'] * 1e6:.2f} us" if entry["verified"] else "-",
+            f"{predicted * 1e6:.2f} us" if predicted is not None else "-",
+        )
+    runtime.make_console().print(table)
+
+
+def command_bench_collectives(args) -> int:
+    """``tachyflow bench collectives``."""
     from tachyflow.bench import collectives
     from tachyflow.bench.report import save
 
@@ -649,20 +728,8 @@ def command_bench_collectives(args) -> int:
     if not runtime.is_root():
         return 0
     json_path, png_path = save(document, args.output)
-    table = Table(title=f"{args.op} on {document['mpi']['ranks']} ranks")
-    for column in ("algorithm", "size", "verified", "median", "predicted"):
-        table.add_column(column, justify="left" if column == "algorithm" else "right")
-    for entry in document["results"]:
-        predicted = entry.get("predicted")
-        table.add_row(
-            entry["name"],
-            f"{entry['size']} B",
-            "yes" if entry["verified"] else "[red]FAILED[/red]",
-            f"{entry['median'] * 1e6:.2f} us" if entry["verified"] else "-",
-            f"{predicted * 1e6:.2f} us" if predicted is not None else "-",
-        )
+    _print_collectives(document)
     console = runtime.make_console()
-    console.print(table)
     share = document["summary"]["auto_within_10_percent"]
     if share is not None:
         console.print(
@@ -695,8 +762,9 @@ def command_model(args) -> int:
     """``tachyflow model predict`` and ``tachyflow model simulate``."""
     import time
 
+    from tachyflow.collectives import schedule_count, segment_count
     from tachyflow.collectives.algorithms import build
-    from tachyflow.collectives.formulas import optimal_pipeline_segments, predict
+    from tachyflow.collectives.formulas import predict
     from tachyflow.collectives.simulator import simulate
     from tachyflow.models.profiles import builtin_profiles, load_profile, profile_source
 
@@ -706,31 +774,26 @@ def command_model(args) -> int:
             f"{args.algo!r}"
         )
     profile = load_profile(args.profile)
-    segments = args.segments
-    if segments is None and args.algo == "pipeline":
-        segments = optimal_pipeline_segments(args.size, args.nbytes, profile)
-    header = (
-        f"{args.op} {args.algo}, P = {args.size}, {args.nbytes} B, profile "
-        f"{profile.name} (alpha {profile.alpha * 1e6:.3g} us, "
+    nbytes = schedule_count(args.op, args.size, args.nbytes)
+    segments = args.segments or segment_count(args.op, args.algo, args.size, nbytes, profile)
+    print(
+        f"{args.op} {args.algo}, P = {args.size}, {args.nbytes} B per rank, profile "
+        f"{profile.name} ({type(profile).__name__}: start-up {profile.alpha * 1e6:.3g} us, "
         f"{profile.bandwidth / 1e6:.4g} MB/s)"
     )
-    print(header)
     if profile.name in builtin_profiles():
         print(f"profile source: {profile_source(profile.name)}")
     if args.model_command == "predict":
         try:
-            seconds, segments = predict(
-                args.op, args.algo, args.size, args.nbytes, profile, segments
-            )
+            seconds, segments = predict(args.op, args.algo, args.size, nbytes, profile, segments)
             how = "closed form"
         except ValueError:
-            build(args.op, args.algo, 1, 1)  # an unknown name fails here, with the choices
-            schedule = build(args.op, args.algo, args.size, args.nbytes, 0, segments)
+            schedule = build(args.op, args.algo, args.size, nbytes, 0, segments)
             seconds, segments = simulate(schedule, profile).time, schedule.segments
-            how = "simulated (no closed form)"
+            how = "simulated (no closed form for this algorithm or model)"
         print(f"predicted time {seconds * 1e6:.2f} us ({how}), segments {segments or 1}")
         return 0
-    schedule = build(args.op, args.algo, args.size, args.nbytes, 0, segments)
+    schedule = build(args.op, args.algo, args.size, nbytes, 0, segments)
     started = time.perf_counter()
     result = simulate(schedule, profile, check=args.check)
     elapsed = time.perf_counter() - started
@@ -738,7 +801,15 @@ def command_model(args) -> int:
         f"simulated time {result.time * 1e6:.2f} us, segments {schedule.segments}, "
         f"{result.steps} steps, {result.messages} messages, {result.bytes} B moved"
     )
-    print(f"critical path ends on rank {result.critical_rank}; simulation took {elapsed:.2f} s")
+    path = result.critical_path
+    print(
+        f"critical path (ends on rank {result.critical_rank}): {path['messages']} messages; "
+        + ", ".join(
+            f"{part} {path[part] * 1e6:.2f} us"
+            for part in ("startup", "transfer", "local", "waiting")
+        )
+    )
+    print(f"simulation took {elapsed:.2f} s")
     if args.check:
         print("data tracking: every rank ends with the right data")
     return 0

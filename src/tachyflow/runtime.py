@@ -71,13 +71,19 @@ def find_mpiexec() -> str:
     return on_path
 
 
-def relaunch(ranks: int, arguments: Sequence[str]) -> int:
-    """Run ``python -m tachyflow ARGUMENTS`` on ``ranks`` processes; return its exit code."""
+def relaunch(
+    ranks: int, arguments: Sequence[str], extra_environment: dict | None = None, stderr=None
+) -> int:
+    """Run ``python -m tachyflow ARGUMENTS`` on ``ranks`` processes; return its exit code.
+
+    ``extra_environment`` is added to this process's environment; ``stderr`` (a file) takes
+    the job's standard error instead of the terminal.
+    """
     command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tachyflow", *arguments]
-    environment = dict(os.environ)
+    environment = {**os.environ, **(extra_environment or {})}
     if sys.stderr.isatty():
         environment[TERMINAL_VARIABLE] = str(shutil.get_terminal_size().columns)
-    return subprocess.call(command, env=environment)
+    return subprocess.call(command, env=environment, stderr=stderr)
 
 
 def world():

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tachyflow.collectives.algorithms import ALGORITHMS
+
 BIN = Path(sys.executable).parent
 
 
@@ -335,15 +337,32 @@ def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
         "8B:512B:8",
         "--repeats",
         "2",
+        "--no-mpich-algorithms",
         "-o",
         str(tmp_path),
     )
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "collectives_bcast_3ranks.json").read_text())
     names = {e["name"] for e in document["results"]}
-    assert names == {"linear", "binomial", "pipeline", "scatter-ring", "native"}
+    assert names == {*ALGORITHMS["bcast"], "native"}
     assert all(e["verified"] for e in document["results"])
-    assert all(e["predicted"] > 0 for e in document["results"] if e["name"] != "native")
+    assert all(e["predicted"] > 0 for e in document["results"])
     assert {e["size"] for e in document["results"]} == {8, 64, 512}
     bad = tachyflow("bench", "collectives", "--op", "bcast", "--sizes", "8B")
     assert bad.returncode == 2 and "8B:16MiB" in bad.stderr
+
+
+def test_bench_collectives_adds_mpich_forced_algorithms_checked_against_the_exact_result(
+    tmp_path,
+):
+    sizes = ("--sizes", "64B:4KiB:64", "--repeats", "2", "-o", str(tmp_path))
+    result = tachyflow("bench", "collectives", "--op", "alltoall", "-n", "2", *sizes)
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "collectives_alltoall_2ranks.json").read_text())
+    forced = [e for e in document["results"] if e["name"].startswith("mpich:")]
+    assert {e["name"] for e in forced} == {"mpich:brucks", "mpich:k_brucks", "mpich:pairwise",
+                                           "mpich:scattered"}  # fmt: skip
+    assert {e["size"] for e in forced} == {64, 4096}
+    assert all(e["verified"] and e["median"] > 0 for e in forced)
+    pairwise = [e for e in forced if e["name"] == "mpich:pairwise"]
+    assert all(e["modelled_as"] == "pairwise" and e["predicted"] > 0 for e in pairwise)

@@ -4,7 +4,7 @@ from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
 from tachyflow import collectives
-from tachyflow.collectives.algorithms import ALGORITHMS
+from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED
 
 DTYPES = (np.float64, np.int32, np.complex128)
 
@@ -23,7 +23,7 @@ def test_every_broadcast_algorithm_matches_native_for_every_root():
                 expected = (np.arange(count) * (root + 2)).astype(dtype)
                 for algo in [*ALGORITHMS["bcast"], "native", "auto"]:
                     buffer = expected.copy() if comm.rank == root else np.zeros(count, dtype)
-                    segments = 3 if algo == "pipeline" else None
+                    segments = 3 if algo in SEGMENTED else None
                     collectives.bcast(comm, buffer, root, algo, segments=segments)
                     if not np.array_equal(buffer, expected):
                         failures.append((count, np.dtype(dtype).name, root, algo))
@@ -43,7 +43,8 @@ def test_every_reduction_algorithm_matches_native(op):
             values = (np.arange(count) % 5 + comm.rank + 1).astype(dtype)
             native_all = collectives.allreduce(comm, values, function, "native")
             for algo in [*ALGORITHMS["allreduce"], "auto"]:
-                result = collectives.allreduce(comm, values, function, algo)
+                segments = 2 if algo in SEGMENTED else None
+                result = collectives.allreduce(comm, values, function, algo, segments)
                 exact = np.dtype(dtype).kind == "i"
                 same = (np.array_equal if exact else np.allclose)(result, native_all)
                 if not same:
@@ -57,6 +58,66 @@ def test_every_reduction_algorithm_matches_native(op):
                             failures.append(("reduce", algo, count, root))
                     elif result is not None:
                         failures.append(("reduce returned data off the root", algo, root))
+    parallel_assert(not failures, str(failures[:5]))
+
+
+@pytest.mark.parallel([1, 2, 3])
+@pytest.mark.parametrize("op", ["sum", "max", "user"])
+def test_every_scan_algorithm_matches_native(op):
+    comm = MPI.COMM_WORLD
+    function = (lambda a, b: np.minimum(a, b) * 1) if op == "user" else op
+    failures = []
+    for count in counts(comm.size):
+        for dtype in DTYPES:
+            if np.dtype(dtype).kind == "c" and op != "sum":
+                continue
+            values = ((np.arange(count) * 7 + comm.rank * 3) % 11 + 1).astype(dtype)
+            for operation, function_of in (
+                ("scan", collectives.scan),
+                ("exscan", collectives.exscan),
+            ):
+                expected = function_of(comm, values, function, "native")
+                for algo in [*ALGORITHMS[operation], "auto"]:
+                    segments = 3 if algo == "pipeline" else None
+                    result = function_of(comm, values, function, algo, segments)
+                    if comm.rank == 0 and operation == "exscan":
+                        if result is not None or expected is not None:
+                            failures.append((operation, algo, "rank 0 result not None"))
+                    elif not np.allclose(result, expected):
+                        failures.append((operation, algo, count, np.dtype(dtype).name))
+    parallel_assert(not failures, str(failures[:5]))
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_every_gather_scatter_and_alltoall_algorithm_matches_native():
+    comm = MPI.COMM_WORLD
+    size, rank = comm.size, comm.rank
+    failures = []
+    for count in (0, 1, 5):
+        for dtype in DTYPES:
+            piece = (np.arange(count) + 10 * rank).astype(dtype)
+            send = (np.arange(size * count) + 100 * rank).astype(dtype)
+            expected_all = collectives.alltoall(comm, send, "native")
+            for algo in [*ALGORITHMS["alltoall"], "auto"]:
+                if not np.array_equal(collectives.alltoall(comm, send, algo), expected_all):
+                    failures.append(("alltoall", algo, count))
+            for root in range(size):
+                expected = collectives.gather(comm, piece, root, "native")
+                whole = (np.arange(size * count) * 3).astype(dtype) if rank == root else None
+                expected_piece = collectives.scatter(
+                    comm, whole, np.empty(count, dtype), root, "native"
+                )
+                for algo in [*ALGORITHMS["gather"], "auto"]:
+                    result = collectives.gather(comm, piece, root, algo)
+                    if rank == root and not np.array_equal(result, expected):
+                        failures.append(("gather", algo, count, root))
+                    if rank != root and result is not None:
+                        failures.append(("gather returned data off the root", algo))
+                for algo in [*ALGORITHMS["scatter"], "auto"]:
+                    out = np.full(count, -1, dtype)
+                    collectives.scatter(comm, whole, out, root, algo)
+                    if not np.array_equal(out, expected_piece):
+                        failures.append(("scatter", algo, count, root))
     parallel_assert(not failures, str(failures[:5]))
 
 

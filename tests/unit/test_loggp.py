@@ -37,8 +37,8 @@ def test_message_time_and_send_occupancy_formulas():
     model = LogGP(2e-6, 0.5e-6, 1.5e-6, 1e-9)
     sizes = np.array([0, 1, 1001, 10**6])
     assert model.message_time(sizes) == pytest.approx([3e-6, 3e-6, 4e-6, 3e-6 + 999999e-9])
-    # the gap bounds small messages, overhead plus bytes large ones
-    expected = [1.5e-6, 1.5e-6, 1.5e-6, 0.5e-6 + 999999e-9]
+    # the gap paces sends, plus the bytes of long messages; never less than the overhead
+    expected = [1.5e-6, 1.5e-6, 1.5e-6 + 1000e-9, 1.5e-6 + 999999e-9]
     assert model.send_occupancy(sizes) == pytest.approx(expected)
     assert model.send_occupancy(10**6) == pytest.approx(expected[-1])
     assert (model.alpha, model.beta) == pytest.approx((3e-6, 1e-9))

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from tachyflow.collectives.algorithms import ALGORITHMS, build
+from tachyflow.collectives import schedule_count
+from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
 from tachyflow.collectives.formulas import optimal_pipeline_segments, pipeline_time, predict
 from tachyflow.collectives.schedule import Schedule, split, step
 from tachyflow.collectives.simulator import ScheduleError, simulate
@@ -20,9 +21,9 @@ def test_every_schedule_moves_the_right_data(size):
         for algorithm in table:
             for count in (1, 5, 37) if size <= 100 else (8,):
                 root = (3 * size) // 4
-                schedule = build(
-                    operation, algorithm, size, count, root, 3 if algorithm == "pipeline" else None
-                )
+                segments = 3 if algorithm in SEGMENTED else None
+                elements = schedule_count(operation, size, count)
+                schedule = build(operation, algorithm, size, elements, root, segments)
                 simulate(schedule, MODEL, check=True)
 
 
@@ -43,24 +44,56 @@ def test_tracking_catches_a_broken_schedule():
         simulate(double, MODEL, check=True)
 
 
-@pytest.mark.parametrize("size", [2, 3, 7, 16, 37, 100])
+@pytest.mark.parametrize("size", [2, 3, 4, 7, 16, 37, 64, 100])
 def test_simulator_reproduces_the_closed_forms_exactly(size):
+    checked = 0
+    for operation, table in ALGORITHMS.items():
+        nbytes = schedule_count(operation, size, 1000 * size)
+        for algorithm in table:
+            for segments in (1, 4, 10) if algorithm in SEGMENTED else (None,):
+                try:
+                    expected, _ = predict(operation, algorithm, size, nbytes, MODEL, segments)
+                except ValueError:  # no closed form (or not for this P)
+                    continue
+                schedule = build(operation, algorithm, size, nbytes, 0, segments)
+                simulated = simulate(schedule, MODEL).time
+                assert simulated == pytest.approx(expected, rel=1e-12), (operation, algorithm)
+                checked += 1
+    assert checked >= 17
     nbytes = 1000 * size
-    for operation, algorithm in [
-        ("bcast", "linear"),
-        ("bcast", "binomial"),
-        ("reduce", "binomial"),
-        ("allreduce", "recursive-doubling"),
-        ("allreduce", "ring"),
-    ]:
-        expected, _ = predict(operation, algorithm, size, nbytes, MODEL)
-        simulated = simulate(build(operation, algorithm, size, nbytes, 0), MODEL).time
-        assert simulated == pytest.approx(expected, rel=1e-12), (operation, algorithm)
     binomial = simulate(build("bcast", "binomial", size, nbytes), MODEL).time
     assert binomial == pytest.approx(math.ceil(math.log2(size)) * (10e-6 + nbytes * 1e-9))
     for k in (1, 4, 10):
         simulated = simulate(build("bcast", "pipeline", size, nbytes, 0, k), MODEL).time
         assert simulated == pytest.approx((size + k - 2) * (10e-6 + nbytes / k * 1e-9))
+
+
+def test_tracking_catches_misdelivered_blocks_and_wrong_prefixes():
+    def to_the_wrong_block():  # both land in receive block 0, rank 1's block for 0 is lost
+        yield step([0, 1], [1, 0], [1, 0], [2, 1], False, 0, 2, landing=[2, 2])
+
+    alltoall = Schedule("alltoall", "broken", 2, 4, 0, split(4, 4), to_the_wrong_block)
+    with pytest.raises(ScheduleError, match="rank 0 ends with datum -1 in segment 3, expected 2"):
+        simulate(alltoall, MODEL, check=True)
+
+    def too_much():  # rank 1 passes its own value on before rank 0's reached it
+        yield step([0, 1], [1, 2], 0, 1, True, 0, 3)
+
+    scan = Schedule("scan", "broken", 3, 4, 0, split(4, 1), too_much)
+    with pytest.raises(ScheduleError, match=r"rank 2 ends with contributions of ranks \[1, 2\]"):
+        simulate(scan, MODEL, check=True)
+
+
+def test_critical_path_adds_up_to_the_simulated_time():
+    costly = Hockney(10e-6, 1e-9, gamma=0.5e-9, sigma=2e-6)
+    for operation, algorithm in [("bcast", "pipeline"), ("allreduce", "ring"), ("scan", "rootp")]:
+        result = simulate(build(operation, algorithm, 37, 100_000, 0, 8), costly)
+        path = result.critical_path
+        total = path["startup"] + path["transfer"] + path["local"] + path["waiting"]
+        assert total == pytest.approx(result.time, rel=1e-9), (operation, algorithm)
+        assert path["messages"] >= 1 and min(path.values()) >= 0
+    chain = simulate(build("bcast", "pipeline", 10, 8000, 0, 4), MODEL).critical_path
+    assert chain["messages"] == 4 + 10 - 2 and chain["waiting"] == pytest.approx(0, abs=1e-15)
 
 
 def test_optimal_pipeline_segments_follow_seed_003():

@@ -1,11 +1,17 @@
 """``tachyflow bench collectives``: every algorithm of one operation, measured and predicted.
 
-For each message size (float64 buffers), every schedule algorithm of the operation and the
-MPI library's ``native`` call are first checked against ``native``'s result on every rank
-(as OSU's ``-c``), then timed interleaved. Beside each measurement: the simulator's
-prediction under the machine profile, and which algorithm ``algo="auto"`` would pick —
-``summary.auto_within_10_percent`` is the share of sizes where that pick's measured time
-is within 10 % of the best measured one (ours or native).
+For each message size (float64 buffers; the size is one rank's vector, or one rank's
+block for gather, scatter and alltoall), every schedule algorithm of the operation and
+the MPI library's ``native`` call are first checked against the exact result on every
+rank (:func:`reference`, as OSU's ``-c``), then timed interleaved. Segmented algorithms
+run with the model's segment count, as ``algo="auto"`` would. Beside each measurement:
+the simulator's prediction under the machine profile, and which algorithm ``algo="auto"``
+would pick — ``summary.auto_within_10_percent`` is the share of sizes where that pick's
+measured time is within 10 % of the best measured one (ours or native).
+
+Under MPICH the command line also runs MPICH's own algorithms, forced one per launch
+(:data:`MPICH_ALGORITHMS`, :func:`forced_environment`), and merges their ``native`` times
+as ``mpich:<name>`` entries (:func:`merge_forced`).
 """
 
 from __future__ import annotations
@@ -43,22 +49,135 @@ def size_range(text: str) -> list[int]:
     return sizes
 
 
-def _call(comm, operation: str, algorithm: str, values: np.ndarray):
-    """One collective call; the result (None off the root for reduce)."""
+# MPICH 5's algorithms for each operation (MPIR_CVAR_<OP>_INTRA_ALGORITHM values that run
+# on one node; "smp" needs several nodes and "nb" is the non-blocking call).
+MPICH_ALGORITHMS = {
+    "bcast": [
+        "binomial",
+        "scatter_recursive_doubling_allgather",
+        "scatter_ring_allgather",
+        "tree",
+        "pipelined_tree",
+    ],
+    "reduce": ["binomial", "reduce_scatter_gather"],
+    "allreduce": [
+        "recursive_doubling",
+        "recursive_multiplying",
+        "reduce_scatter_allgather",
+        "tree",
+        "recexch",
+        "ring",
+        "k_reduce_scatter_allgather",
+    ],
+    "scan": ["recursive_doubling"],
+    "exscan": ["recursive_doubling"],
+    "gather": ["binomial"],
+    "scatter": ["binomial"],
+    "alltoall": ["brucks", "k_brucks", "pairwise", "scattered"],
+}
+# What MPICH prints (MPIR_CVAR_COLLECTIVE_FALLBACK=print) when a forced algorithm cannot
+# run for the arguments and it falls back to its default selection.
+MPICH_FALLBACK_TEXT = "cannot be applied"
+
+
+def forced_environment(operation: str, algorithm: str) -> dict[str, str]:
+    """Environment variables making MPICH run ``algorithm`` for ``operation``'s calls."""
+    return {
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+        f"MPIR_CVAR_{operation.upper()}_INTRA_ALGORITHM": algorithm,
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "print",
+    }
+
+
+# MPICH's algorithms that are ours under another name: their prediction is our schedule's.
+MPICH_EQUIVALENTS = {
+    "binomial": "binomial",
+    "scatter_ring_allgather": "scatter-ring",
+    "reduce_scatter_gather": "rabenseifner",
+    "reduce_scatter_allgather": "rabenseifner",
+    "recursive_doubling": "recursive-doubling",
+    "ring": "ring",
+    "pairwise": "pairwise",
+    "scattered": "linear-nonblocking",
+}
+
+
+def merge_forced(
+    document: dict, algorithm: str, forced: dict, fell_back: bool, model=None
+) -> None:
+    """Add the ``native`` entries of a launch with ``algorithm`` forced to ``document``,
+    predicted (without the executor's overhead) when one of our schedules is the same
+    algorithm."""
+    operation, size = document["params"]["operation"], document["mpi"]["ranks"]
+    label = f"mpich:{algorithm}"
+    ours = MPICH_EQUIVALENTS.get(algorithm)
+    for entry in forced["results"]:
+        if entry["name"] != "native":
+            continue
+        merged = {**entry, "name": label, "forced": True, "fell_back": fell_back}
+        merged.pop("predicted", None)
+        merged.pop("modelled_as", None)
+        if ours in ALGORITHMS[operation] and model is not None:
+            count = entry["size"] // ITEMSIZE
+            elements = collectives.schedule_count(operation, size, count)
+            schedule = build(operation, ours, size, elements)
+            merged["predicted"] = simulate(schedule, model, ITEMSIZE, software_overhead=False).time
+            merged["modelled_as"] = ours
+        document["results"].append(merged)
+    document["params"]["algorithms"].append(label)
+
+
+def _call(comm, operation: str, algorithm: str, values: np.ndarray, segments):
+    """One collective call; its result (None where MPI defines none)."""
     if operation == "bcast":
-        return collectives.bcast(comm, values.copy(), 0, algorithm)
+        return collectives.bcast(comm, values.copy(), 0, algorithm, segments)
     if operation == "reduce":
         return collectives.reduce(comm, values, "sum", 0, algorithm)
-    return collectives.allreduce(comm, values, "sum", algorithm)
+    if operation in ("allreduce", "scan", "exscan"):
+        function = getattr(collectives, operation)
+        return function(comm, values, "sum", algorithm, segments)
+    if operation == "gather":
+        return collectives.gather(comm, values, 0, algorithm)
+    if operation == "scatter":
+        whole = np.tile(values, comm.Get_size()) if comm.Get_rank() == 0 else None
+        return collectives.scatter(comm, whole, np.empty_like(values), 0, algorithm)
+    return collectives.alltoall(comm, np.tile(values, comm.Get_size()), algorithm)
 
 
-def _candidate(comm, operation: str, algorithm: str, values: np.ndarray, expected) -> Candidate:
-    result = _call(comm, operation, algorithm, values)
+def _values(count: int, rank: int) -> np.ndarray:
+    """Rank ``rank``'s input: integers in float64, so sums are exact."""
+    return np.arange(count, dtype=np.float64) * (rank + 1) + 1.0
+
+
+def reference(operation: str, count: int, size: int, rank: int):
+    """The exact result of ``operation`` on :func:`_values` at ``rank``, computed without
+    MPI (None where MPI defines none), so every algorithm, MPICH's forced ones included, is
+    checked against the right answer rather than against another implementation."""
+    every = [_values(count, other) for other in range(size)]
+    if operation in ("bcast", "scatter"):
+        return every[0]
+    if operation == "reduce":
+        return np.sum(every, axis=0) if rank == 0 else None
+    if operation == "allreduce":
+        return np.sum(every, axis=0)
+    if operation == "scan":
+        return np.sum(every[: rank + 1], axis=0)
+    if operation == "exscan":
+        return np.sum(every[:rank], axis=0) if rank > 0 else None
+    if operation == "gather":
+        return np.concatenate(every) if rank == 0 else None
+    return np.concatenate(every)  # alltoall: block i comes from rank i
+
+
+def _candidate(comm, operation, algorithm, values, expected, segments) -> Candidate:
+    result = _call(comm, operation, algorithm, values, segments)
     if result is None or expected is None:
         verified = result is None and expected is None
     else:
         verified = bool(np.allclose(result, expected, rtol=1e-12, atol=0))
-    return Candidate(algorithm, lambda: _call(comm, operation, algorithm, values), verified)
+    return Candidate(
+        algorithm, lambda: _call(comm, operation, algorithm, values, segments), verified
+    )
 
 
 def run_collectives_benchmark(
@@ -96,16 +215,34 @@ def run_collectives_benchmark(
     within = []
     for nbytes in sizes:
         count = max(1, nbytes // ITEMSIZE)
-        values = np.arange(count, dtype=np.float64) * (comm.Get_rank() + 1) + 1.0
-        expected = _call(comm, operation, "native", values)
-        candidates = [_candidate(comm, operation, name, values, expected) for name in names]
+        values = _values(count, comm.Get_rank())
+        elements = collectives.schedule_count(operation, size, count)
+        segments = {
+            name: collectives.segment_count(operation, name, size, elements * ITEMSIZE, model)
+            for name in names
+        }
+        expected = reference(operation, count, size, comm.Get_rank())
+        candidates = [
+            _candidate(comm, operation, name, values, expected, segments[name]) for name in names
+        ]
         part = {"results": [], "peers": []}
         measure(part, candidates, comm, repeats, warmup, f"{operation} {nbytes} B")
         for entry in part["results"]:
             entry["size"] = count * ITEMSIZE
-            if entry["name"] != "native":
-                schedule = build(operation, entry["name"], size, count, 0)
-                entry["predicted"] = simulate(schedule, model, ITEMSIZE).time
+            if entry["name"] == "native":  # modelled as the library's default algorithm
+                equivalent = collectives.native_equivalent(
+                    operation, count * ITEMSIZE, size, count
+                )
+                schedule = build(operation, equivalent, size, elements)
+                entry["modelled_as"] = equivalent
+            else:
+                schedule = build(
+                    operation, entry["name"], size, elements, 0, segments[entry["name"]]
+                )
+            entry["segments"] = schedule.segments
+            entry["predicted"] = simulate(
+                schedule, model, ITEMSIZE, software_overhead=entry["name"] != "native"
+            ).time
             document["results"].append(entry)
         choice = collectives.choose(operation, size, count, ITEMSIZE, model)
         timed = {e["name"]: e["median"] for e in part["results"] if e["verified"]}
@@ -153,7 +290,7 @@ def plot(document: dict, path):
     axis.set_ylabel("time [µs]")
     axis.set_title(
         f"{params['operation']} on {document['mpi']['ranks']} ranks; dashed: "
-        f"Hockney prediction ({params['profile']['name']} profile)",
+        f"{params['profile']['model']} prediction ({params['profile']['name']} profile)",
         fontsize=10,
     )
     axis.grid(alpha=0.3, which="both")

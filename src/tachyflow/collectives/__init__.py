@@ -1,42 +1,66 @@
 """Collective operations with a choice of algorithm, picked by a cost model when asked.
 
-``bcast``, ``reduce`` and ``allreduce`` take ``algo``: a name from
+``bcast``, ``reduce``, ``allreduce``, ``scan``, ``exscan``, ``gather``, ``scatter`` and
+``alltoall`` take ``algo``: a name from
 :data:`~tachyflow.collectives.algorithms.ALGORITHMS`, ``"native"`` (the MPI library's
 call), or ``"auto"``: the algorithm (and segment count), ``native`` included, with the
-lowest simulated time under the machine profile (``profile=``, else
-``$TACHYFLOW_PROFILE``, else the built-in ``shared-memory`` one). ``explain=True``
-returns ``(result, Choice)`` telling what ran and why. All ranks must pass the same
-count, dtype, op, root and algo.
+lowest simulated time under the machine profile (``profile=``: a model object, a built-in
+profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the built-in
+``shared-memory`` one). ``explain=True`` returns ``(result, Choice)`` telling what ran and
+why. All ranks must pass the same count, dtype, op, root and algo. Every function is
+collective over ``comm``.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tachyflow.collectives import executor
-from tachyflow.collectives.algorithms import ALGORITHMS, build
-from tachyflow.collectives.formulas import optimal_pipeline_segments, predict
+from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
+from tachyflow.collectives.formulas import (
+    optimal_pipeline_segments,
+    optimal_two_path_segments,
+    predict,
+)
+from tachyflow.collectives.schedule import largest_power_of_two, result_defined
 from tachyflow.collectives.simulator import simulate
-from tachyflow.models.hockney import Hockney
-from tachyflow.models.profiles import load_profile
+from tachyflow.models import Hockney, LogGP, load_profile
 
 # Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
 SIMULATE_UP_TO = 4096
 
 
-def native_equivalent(operation: str, nbytes: int, size: int) -> str:
-    """The schedule that models the MPI library's own call: MPICH's defaults (binomial
-    broadcast below 12 KiB or 8 ranks, else scatter + allgather; recursive-doubling
-    allreduce up to 2 KiB, else reduce-scatter + allgather, like the ring; binomial reduce).
+def native_equivalent(operation: str, block_bytes: int, size: int, count: int) -> str:
+    """The schedule that models the MPI library's own call: MPICH's default selection for
+    ``count`` elements (``block_bytes`` per rank's block for gather, scatter and alltoall).
+
+    Broadcast: binomial below 12 KiB or 8 ranks, else scatter + allgather. Reduce:
+    binomial up to 2 KiB or fewer elements than the largest power of two P' of the ranks,
+    else Rabenseifner; allreduce likewise from 8 B. Scans: recursive doubling. Gather and
+    scatter: binomial. Alltoall: every send at once up to 32 KiB blocks, else pairwise.
+    (MPICH 5's built-in selection table, where it has an algorithm of ours.)
     """
-    if operation == "bcast":
-        return "binomial" if nbytes < 12288 or size < 8 else "scatter-ring"
-    if operation == "allreduce":
-        return "recursive-doubling" if nbytes <= 2048 else "ring"
-    return "binomial"
+    few = count < largest_power_of_two(size)
+    return {
+        "bcast": "binomial" if block_bytes <= 12288 or size < 8 else "scatter-ring",
+        "reduce": "binomial" if block_bytes <= 2048 or few else "rabenseifner",
+        "allreduce": "recursive-doubling" if block_bytes <= 8 or few else "rabenseifner",
+        "scan": "recursive-doubling",
+        "exscan": "recursive-doubling",
+        "gather": "binomial",
+        "scatter": "binomial",
+        "alltoall": "linear-nonblocking" if block_bytes <= 32768 else "pairwise",
+    }[operation]
+
+
+def schedule_count(operation: str, size: int, count: int) -> int:
+    """Elements of the executor's buffer for ``count`` elements per rank (per block for
+    gather, scatter and alltoall, whose buffers hold P or 2P blocks)."""
+    return count * {"gather": size, "scatter": size, "alltoall": 2 * size}.get(operation, 1)
 
 
 @dataclass(frozen=True)
@@ -57,36 +81,66 @@ class Choice:
         )
 
 
+def segment_count(
+    operation: str, algorithm: str, size: int, nbytes: int, model: Hockney | LogGP
+) -> int | None:
+    """The model's segment count for a segmented algorithm (None for the others).
+
+    Pipelines use seed 003's optimum ``k* = √(hops·nβ/α)`` for their chain (two paths:
+    :func:`~tachyflow.collectives.formulas.optimal_two_path_segments`), with the
+    combining cost γ added to β for scans. The segmented ring keeps messages near 64 KiB.
+    """
+    if algorithm not in SEGMENTED:
+        return None
+    if algorithm == "segmented-ring":
+        return max(1, math.ceil(nbytes / size / 65536))
+    per_byte = model.beta + (model.gamma if operation in ("scan", "exscan") else 0.0)
+    effective = Hockney(model.alpha, per_byte)
+    if algorithm == "two-path":
+        return optimal_two_path_segments(size, nbytes, effective)
+    return optimal_pipeline_segments(size, nbytes, effective)
+
+
 def choose(
-    operation: str, size: int, count: int, itemsize: int, profile: Hockney | str | None = None
+    operation: str,
+    size: int,
+    count: int,
+    itemsize: int,
+    profile: Hockney | LogGP | str | None = None,
 ) -> Choice:
-    """The algorithm and segment count with the lowest predicted time (local, no MPI)."""
-    model = profile if isinstance(profile, Hockney) else load_profile(profile)
+    """The algorithm and segment count with the lowest predicted time (local, no MPI).
+
+    ``count`` is the number of elements per rank (per block for gather, scatter and
+    alltoall).
+    """
+    model = profile if isinstance(profile, Hockney | LogGP) else load_profile(profile)
+    elements = schedule_count(operation, size, count)
     predictions, segments_of = {}, {}
     for algorithm in ALGORITHMS[operation]:
-        segments = None
-        if algorithm == "pipeline":
-            segments = max(1, min(count, optimal_pipeline_segments(size, count * itemsize, model)))
-        schedule = build(operation, algorithm, size, count, 0, segments)
+        segments = segment_count(operation, algorithm, size, elements * itemsize, model)
+        if segments is not None:
+            segments = max(1, min(segments, max(count, 1)))
         predicted = None
         if size > SIMULATE_UP_TO:
             try:
-                predicted = predict(operation, algorithm, size, count * itemsize, model, segments)[
-                    0
-                ]
-            except ValueError:  # no closed form (or local costs): simulate after all
-                predicted = None
+                predicted, _ = predict(
+                    operation, algorithm, size, elements * itemsize, model, segments
+                )
+            except ValueError:  # no closed form: too slow to simulate at this size
+                continue
+        schedule = build(operation, algorithm, size, elements, 0, segments)
         if predicted is None:
             predicted = simulate(schedule, model, itemsize).time
         predictions[algorithm] = predicted
         segments_of[algorithm] = schedule.segments
     # The library's call runs the same kind of algorithm without the Python executor's
     # per-step overhead.
-    equivalent = build(
-        operation, native_equivalent(operation, count * itemsize, size), size, count, 0
-    )
-    predictions["native"] = simulate(equivalent, model, itemsize, software_overhead=False).time
-    segments_of["native"] = 1
+    equivalent = native_equivalent(operation, count * itemsize, size, count)
+    if size <= SIMULATE_UP_TO:
+        predictions["native"] = simulate(
+            build(operation, equivalent, size, elements), model, itemsize, software_overhead=False
+        ).time
+        segments_of["native"] = 1
     best = min(predictions, key=predictions.get)
     return Choice(best, segments_of[best], model.name, predictions)
 
@@ -103,38 +157,51 @@ def _cached_choice(operation, size, count, itemsize, profile_key):
     return choose(operation, size, count, itemsize, profile_key)
 
 
-def _run(
-    operation: str,
-    comm,
-    buffer: np.ndarray,
-    op,
-    root: int,
-    algo: str,
-    segments: int | None,
-    profile,
-    explain: bool,
-):
-    if not isinstance(buffer, np.ndarray) or buffer.ndim != 1 or not buffer.flags.c_contiguous:
-        raise TypeError("buffer must be a 1D C-contiguous numpy array")
+def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
+    """Check the call and settle ``algo`` = "auto" into an algorithm and segment count."""
     size = comm.Get_size()
-    if not 0 <= root < size:
+    if not isinstance(root, int | np.integer) or not 0 <= root < size:
         raise ValueError(f"root must be in [0, {size}), got {root!r}")
-    if algo == "auto":
-        if isinstance(profile, Hockney):
-            choice = choose(operation, size, buffer.size, buffer.itemsize, profile)
-        else:  # a profile name or path: the same inputs give the same choice, keep it
-            profile_key = profile if profile is not None else load_profile().name
-            choice = _cached_choice(operation, size, buffer.size, buffer.itemsize, profile_key)
-        algo, segments = choice.algorithm, choice.segments
-    else:
-        choice = Choice(algo, segments or 1, "none (chosen by the caller)")
+    if algo != "native" and algo != "auto" and algo not in ALGORITHMS[operation]:
+        raise ValueError(
+            f"{operation} algorithm must be one of {sorted(ALGORITHMS[operation])}, 'native' "
+            f"or 'auto', got {algo!r}"
+        )
+    if algo != "auto":
+        return algo, segments, Choice(algo, segments or 1, "none (chosen by the caller)")
+    if isinstance(profile, Hockney | LogGP):
+        choice = choose(operation, size, count, itemsize, profile)
+    else:  # a profile name or path: the same inputs give the same choice, keep it
+        profile_key = profile if profile is not None else load_profile().name
+        choice = _cached_choice(operation, size, count, itemsize, profile_key)
+    return choice.algorithm, choice.segments, choice
+
+
+def _check_buffer(buffer, label: str = "buffer") -> None:
+    if not isinstance(buffer, np.ndarray) or buffer.ndim != 1 or not buffer.flags.c_contiguous:
+        raise TypeError(f"{label} must be a 1D C-contiguous numpy array")
+
+
+def _execute(operation, comm, buffer, op, root, algo, segments):
+    """Run a resolved algorithm in place on the executor's buffer."""
+    schedule, steps, scratch = _plan(
+        operation, algo, comm.Get_size(), buffer.size, root, segments, comm.Get_rank()
+    )
+    return executor.run(comm, schedule, buffer, op, steps, scratch)
+
+
+def _in_place(operation, comm, buffer, op, root, algo, segments, profile, explain):
+    """bcast and the reductions: the executor's buffer is the user's vector."""
+    _check_buffer(buffer)
+    if operation != "bcast":
+        executor.operator(op)
+    algo, segments, choice = _resolve(
+        operation, comm, buffer.size, buffer.itemsize, root, algo, segments, profile
+    )
     if algo == "native":
         result = executor.native(comm, operation, buffer, op, root)
     else:
-        schedule, steps, scratch = _plan(
-            operation, algo, size, buffer.size, root, segments, comm.Get_rank()
-        )
-        result = executor.run(comm, schedule, buffer, op, steps, scratch)
+        result = _execute(operation, comm, buffer, op, root, algo, segments)
     return (result, choice) if explain else result
 
 
@@ -148,7 +215,16 @@ def bcast(
     explain: bool = False,
 ):
     """Broadcast ``buffer`` from ``root`` in place (collective over ``comm``)."""
-    return _run("bcast", comm, buffer, None, root, algo, segments, profile, explain)
+    return _in_place("bcast", comm, buffer, None, root, algo, segments, profile, explain)
+
+
+def _reduction(operation, comm, values, op, root, algo, segments, profile, explain, defined):
+    """A reduction on a copy of ``values``; ranks where ``defined`` is False get None."""
+    _check_buffer(values, "values")
+    outcome = _in_place(operation, comm, values.copy(), op, root, algo, segments, profile, explain)
+    result, choice = outcome if explain else (outcome, None)
+    result = result if defined else None
+    return (result, choice) if explain else result
 
 
 def reduce(
@@ -164,18 +240,125 @@ def reduce(
 
     ``values`` is left unchanged; ``op`` is sum, prod, min, max or a commutative callable.
     """
-    work = np.array(values, copy=True)
-    executor.operator(op)
-    outcome = _run("reduce", comm, work, op, root, algo, None, profile, explain)
-    result, choice = outcome if explain else (outcome, None)
-    result = result if comm.Get_rank() == root else None
-    return (result, choice) if explain else result
+    defined = result_defined("reduce", comm.Get_rank(), root)
+    return _reduction("reduce", comm, values, op, root, algo, None, profile, explain, defined)
 
 
 def allreduce(
-    comm, values: np.ndarray, op="sum", algo: str = "auto", profile=None, explain: bool = False
+    comm,
+    values: np.ndarray,
+    op="sum",
+    algo: str = "auto",
+    segments: int | None = None,
+    profile=None,
+    explain: bool = False,
 ):
     """Combine ``values`` over all ranks; every rank gets the result (a new array)."""
-    work = np.array(values, copy=True)
-    executor.operator(op)
-    return _run("allreduce", comm, work, op, 0, algo, None, profile, explain)
+    return _reduction("allreduce", comm, values, op, 0, algo, segments, profile, explain, True)
+
+
+def scan(
+    comm,
+    values: np.ndarray,
+    op="sum",
+    algo: str = "auto",
+    segments: int | None = None,
+    profile=None,
+    explain: bool = False,
+):
+    """Inclusive prefix: rank i gets ``values`` of ranks 0 .. i combined (a new array)."""
+    return _reduction("scan", comm, values, op, 0, algo, segments, profile, explain, True)
+
+
+def exscan(
+    comm,
+    values: np.ndarray,
+    op="sum",
+    algo: str = "auto",
+    segments: int | None = None,
+    profile=None,
+    explain: bool = False,
+):
+    """Exclusive prefix: rank i > 0 gets ranks 0 .. i-1 combined; rank 0 gets ``None``."""
+    defined = result_defined("exscan", comm.Get_rank(), 0)
+    return _reduction("exscan", comm, values, op, 0, algo, segments, profile, explain, defined)
+
+
+def gather(
+    comm, piece: np.ndarray, root: int = 0, algo: str = "auto", profile=None,
+    explain: bool = False,
+):  # fmt: skip
+    """Concatenate every rank's ``piece`` (same size everywhere) at ``root``, in rank order;
+    returns the array of P pieces there and ``None`` elsewhere."""
+    _check_buffer(piece, "piece")
+    size, rank, count = comm.Get_size(), comm.Get_rank(), piece.size
+    algo, segments, choice = _resolve(
+        "gather", comm, count, piece.itemsize, root, algo, None, profile
+    )
+    if algo == "native":
+        result = np.empty(size * count, piece.dtype) if rank == root else None
+        executor.native(comm, "gather", piece, root=root, out=result)
+    else:
+        work = np.empty(size * count, piece.dtype)
+        relative = (rank - root) % size
+        work[relative * count : (relative + 1) * count] = piece
+        _execute("gather", comm, work, None, root, algo, segments)
+        # Pieces are laid out by rank relative to the root: rotate into rank order.
+        result = np.roll(work, root * count) if rank == root else None
+    return (result, choice) if explain else result
+
+
+def scatter(
+    comm, pieces, out: np.ndarray, root: int = 0, algo: str = "auto", profile=None,
+    explain: bool = False,
+):  # fmt: skip
+    """Hand piece i of ``pieces`` (read at ``root`` only: P pieces of ``out.size``
+    elements, in rank order) to rank i, which receives it in ``out``; returns ``out``.
+
+    A ``pieces`` of the wrong size or dtype raises on the root.
+    """
+    _check_buffer(out, "out")
+    size, rank, count = comm.Get_size(), comm.Get_rank(), out.size
+    algo, segments, choice = _resolve(
+        "scatter", comm, count, out.itemsize, root, algo, None, profile
+    )
+    if rank == root:
+        _check_buffer(pieces, "pieces")
+        if pieces.size != size * count or pieces.dtype != out.dtype:
+            raise ValueError(
+                f"pieces must hold {size} x {count} elements of {out.dtype} (the size of out "
+                f"on every rank), got {pieces.size} of {pieces.dtype}"
+            )
+    if algo == "native":
+        executor.native(comm, "scatter", pieces if rank == root else None, root=root, out=out)
+    else:
+        work = (
+            np.roll(pieces, -root * count) if rank == root else np.empty(size * count, out.dtype)
+        )
+        _execute("scatter", comm, work, None, root, algo, segments)
+        relative = (rank - root) % size
+        out[...] = work[relative * count : (relative + 1) * count]
+    return (out, choice) if explain else out
+
+
+def alltoall(comm, send: np.ndarray, algo: str = "auto", profile=None, explain: bool = False):
+    """Personalised exchange: block j of ``send`` (P equal blocks) goes to rank j; returns
+    the P blocks received, block i from rank i (a new array)."""
+    _check_buffer(send, "send")
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if send.size % size:
+        raise ValueError(f"send must hold {size} equal blocks, got {send.size} elements")
+    count = send.size // size
+    algo, segments, choice = _resolve(
+        "alltoall", comm, count, send.itemsize, 0, algo, None, profile
+    )
+    if algo == "native":
+        result = executor.native(comm, "alltoall", send, out=np.empty_like(send))
+    else:
+        work = np.empty(2 * send.size, send.dtype)
+        work[: send.size] = send
+        _execute("alltoall", comm, work, None, 0, algo, segments)
+        own = slice(rank * count, (rank + 1) * count)
+        work[send.size :][own] = send[own]  # a rank's block for itself is not sent
+        result = work[send.size :].copy()
+    return (result, choice) if explain else result

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from mpi4py import MPI
 
-from tachyflow.collectives.schedule import Schedule
+from tachyflow.collectives.schedule import REDUCTIONS, Schedule, result_defined
 
 TAG = 7703
 OPERATORS: dict[str, Callable] = {
@@ -37,7 +37,8 @@ def operator(op) -> Callable:
 
 def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, bool]]:
     """This rank's part of a schedule: per step, its sends ``(peer, start, stop)``, its
-    receives ``(peer, start, stop)`` and whether receives combine. Steps where the rank
+    receives ``(peer, start, stop)`` (element ranges of the buffer they are read from and
+    land in) and whether receives combine. Steps where the rank
     neither sends nor receives are left out."""
     bounds = schedule.bounds.tolist()
     steps = []
@@ -49,8 +50,14 @@ def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, bool]]:
         sends = [
             (int(item.target[i]), bounds[item.first[i]], bounds[item.stop[i]]) for i in outgoing
         ]
+        landing = item.landing_first()
         receives = [
-            (int(item.source[i]), bounds[item.first[i]], bounds[item.stop[i]]) for i in incoming
+            (
+                int(item.source[i]),
+                bounds[landing[i]],
+                bounds[landing[i]] + bounds[item.stop[i]] - bounds[item.first[i]],
+            )
+            for i in incoming
         ]
         steps.append((sends, receives, item.reduce))
     return steps
@@ -74,7 +81,7 @@ def run(
         raise ValueError(
             f"schedule is for {schedule.size} ranks, communicator has {comm.Get_size()}"
         )
-    combine = operator(op) if schedule.operation != "bcast" else None
+    combine = operator(op) if schedule.operation in REDUCTIONS else None
     in_place = combine in OPERATORS.values()  # numpy ufuncs can write into the buffer
     steps = plan(schedule, comm.Get_rank()) if steps is None else steps
     scratch = {} if scratch is None else scratch
@@ -102,24 +109,42 @@ def run(
     return buffer
 
 
-def native(comm, operation: str, buffer: np.ndarray, op=None, root: int = 0) -> np.ndarray:
-    """The MPI library's own collective on ``buffer``, in place (collective)."""
+def native(
+    comm, operation: str, buffer: np.ndarray, op=None, root: int = 0, out=None
+) -> np.ndarray:
+    """The MPI library's own collective (collective).
+
+    bcast and the reductions work in place on ``buffer`` (where MPI defines no result —
+    off the root of reduce, rank 0 of exscan — it is left as it was); gather, scatter and
+    alltoall read ``buffer`` and write ``out``, as their MPI calls do.
+    """
     if operation == "bcast":
         comm.Bcast(buffer, root=root)
         return buffer
+    if operation == "gather":
+        comm.Gather(buffer, out, root=root)
+        return out
+    if operation == "scatter":
+        comm.Scatter(buffer, out, root=root)
+        return out
+    if operation == "alltoall":
+        comm.Alltoall(buffer, out)
+        return out
     mpi_op = MPI_OPERATORS.get(op) if not callable(op) else _user_op(op)
     if mpi_op is None:
         raise ValueError(f"op must be one of {sorted(OPERATORS)} or a callable, got {op!r}")
     result = np.empty_like(buffer)
     try:
-        if operation == "allreduce":
-            comm.Allreduce(buffer, result, op=mpi_op)
-        else:
+        if operation == "reduce":
             comm.Reduce(buffer, result, op=mpi_op, root=root)
+        else:
+            call = {"allreduce": comm.Allreduce, "scan": comm.Scan, "exscan": comm.Exscan}
+            call[operation](buffer, result, op=mpi_op)
     finally:
         if callable(op):
             mpi_op.Free()
-    buffer[...] = result if (operation == "allreduce" or comm.Get_rank() == root) else buffer
+    if result_defined(operation, comm.Get_rank(), root):
+        buffer[...] = result
     return buffer
 
 

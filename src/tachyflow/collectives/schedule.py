@@ -2,9 +2,11 @@
 
 A schedule splits a buffer of ``count`` elements into segments (``bounds``) and lists
 *steps*. A step is a set of messages, each from ``source`` to ``target`` carrying the
-segments ``first .. stop - 1`` of the sender's buffer as it was at the start of the step;
-the receiver either replaces its copy (``reduce=False``) or combines it with the
-reduction operator (``reduce=True``). A rank sends and receives within a step at the same
+segments ``first .. stop - 1`` of the sender's buffer as it was at the start of the step
+into the same segments of the receiver's buffer, or into those starting at ``landing``
+when the step has one (all-to-all moves a block from a send area to a receive area); the
+receiver either replaces its copy (``reduce=False``) or combines it with the reduction
+operator (``reduce=True``). A rank sends and receives within a step at the same
 time (full duplex); steps follow each other per rank, not globally.
 
 Steps are produced lazily (``Schedule.steps()`` is a generator of numpy arrays), so the
@@ -22,6 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Operations whose receivers combine contributions, and those that only move data.
+REDUCTIONS = ("reduce", "allreduce", "scan", "exscan")
+MOVEMENTS = ("bcast", "scatter", "gather", "alltoall")
+
 
 @dataclass(frozen=True)
 class Step:
@@ -33,6 +39,11 @@ class Step:
     stop: np.ndarray
     reduce: bool
     one_to_one: bool = True  # no rank sends, or receives, more than one message here
+    landing: np.ndarray | None = None  # first receiving segment when it differs from first
+
+    def landing_first(self) -> np.ndarray:
+        """First segment each message lands in at its receiver."""
+        return self.first if self.landing is None else self.landing
 
 
 @dataclass(frozen=True)
@@ -75,20 +86,52 @@ def step(
     root: int,
     size: int,
     one_to_one: bool = True,
+    landing=None,
 ) -> Step:
     """A step from arrays in relative ranks (root 0), shifted to the real root.
 
-    ``one_to_one`` promises that no rank sends or receives two messages in this step.
+    ``one_to_one`` promises that no rank sends or receives two messages in this step;
+    ``landing`` is where each message lands at its receiver (default: ``first``).
     """
     source = np.asarray(relative_source, dtype=np.int64)
     target = np.asarray(relative_target, dtype=np.int64)
     if root:
         source, target = (source + root) % size, (target + root) % size
-    first = np.broadcast_to(np.asarray(first, dtype=np.int64), source.shape)
-    stop = np.broadcast_to(np.asarray(stop, dtype=np.int64), source.shape)
-    return Step(source, target, first, stop, reduce, one_to_one)
+    first, stop, landing = (
+        None if values is None else _per_message(values, source.shape)
+        for values in (first, stop, landing)
+    )
+    return Step(source, target, first, stop, reduce, one_to_one, landing)
+
+
+def _per_message(values, shape) -> np.ndarray:
+    values = np.asarray(values, dtype=np.int64)
+    return values if values.shape == shape else np.broadcast_to(values, shape)
 
 
 def ceil_log2(size: int) -> int:
     """Number of doubling rounds that reach ``size`` ranks."""
     return int(size - 1).bit_length()
+
+
+def check_arguments(size: int, count: int, root: int) -> None:
+    """ValueError naming the bad value when a schedule's arguments make no sense."""
+    if not isinstance(size, int | np.integer) or size < 1:
+        raise ValueError(f"number of ranks must be a positive integer, got {size!r}")
+    if not isinstance(count, int | np.integer) or count < 0:
+        raise ValueError(f"element count must be a non-negative integer, got {count!r}")
+    if not 0 <= root < size:
+        raise ValueError(f"root must be in [0, {size}), got {root!r}")
+
+
+def largest_power_of_two(size: int) -> int:
+    """The largest power of two not above ``size`` (>= 1)."""
+    return 1 << (size.bit_length() - 1)
+
+
+def result_defined(operation: str, rank: int, root: int) -> bool:
+    """Whether MPI defines a reduction's result on ``rank`` (not off the root of reduce,
+    not on rank 0 of exscan)."""
+    if operation == "reduce":
+        return rank == root
+    return not (operation == "exscan" and rank == 0)

@@ -1,21 +1,28 @@
-"""Runs a schedule in virtual time under a Hockney model, and checks what it computes.
+"""Runs a schedule in virtual time under a cost model, and checks what it computes.
 
-Timing: every rank has a clock and a receive port. A message starts when its sender is
-ready and the receiver's port is free, takes ``α + mβ``, and the receiver is ready no
-earlier than its arrival. A rank sends one message at a time and receives one at a time,
-but sends and receives at once (one-port, full duplex), as seed 003's formulas assume.
-After a message arrives the receiver spends ``γ m`` combining it (reductions) or ``δ m``
-copying it into place, when the model has those costs.
-Steps where every rank sends and receives at most one message — all the tree, ring and
-pipeline algorithms — are simulated with numpy over all ranks at once, which is what makes
-100,000 ranks take seconds.
+Timing: every rank has a clock, a send port and a receive port (one-port, full duplex,
+as seed 003's formulas assume). A message leaves when its sender's port is free; it is
+available at the receiver ``model.message_time(m)`` later (Hockney ``α + mβ``, LogGP
+``2o + L + (m-1)G``), but no sooner than ``model.send_occupancy(m)`` after the previous
+arrival at that receiver (the receive port's gap). The sender may start its next send
+``send_occupancy(m)`` after this one started (Hockney: when it arrives; LogGP:
+``max(o, g + (m-1)G)``). After a message arrives the receiver spends ``γ m`` combining it
+(reductions) or ``δ m`` copying it into place, when the model has those costs, and every
+participating rank pays the executor's per-step overhead σ. Under Hockney this
+reproduces the closed forms of :mod:`tachyflow.collectives.formulas` exactly.
+Steps are simulated by a compiled loop over their messages, which is what makes 100,000
+ranks take seconds.
 
-Data tracking (``check=True``): a broadcast tracks which segments each rank holds (a
-sender must hold what it sends); a reduction tracks, per rank and segment, the set of
-ranks whose contributions it has combined (as an integer bitset: a contribution counted
-twice is an error). At the end every rank that should hold the result must hold exactly
-all of it. Tracking costs memory P² bits per segment for reductions: use it up to a few
-thousand ranks.
+Critical path: every rank carries the breakdown of the longest chain of events that
+ends at its clock (messages on it, start-up, transfer, local work, waiting for a busy
+port); the slowest rank's breakdown is the critical path of the whole schedule.
+
+Data tracking (``check=True``): data-moving operations (bcast, scatter, gather,
+alltoall) track which datum every rank holds in every segment (a sender must hold what
+it sends); reductions (reduce, allreduce, scan, exscan) track, per rank and segment, the
+set of ranks whose contributions it has combined (as an integer bitset: a contribution
+counted twice is an error). At the end every rank must hold exactly what the operation
+defines. Tracking reductions costs P² bits per segment: use it up to a few thousand ranks.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from tachyflow.collectives.schedule import Schedule, Step
-from tachyflow.models.hockney import Hockney
+from tachyflow.collectives.schedule import REDUCTIONS, Schedule, Step, result_defined
+from tachyflow.models.loggp import LogGP
+
+# Columns of the per-rank critical-path breakdown.
+PATH_FIELDS = ("messages", "startup", "transfer", "local", "waiting")
 
 
 class ScheduleError(AssertionError):
@@ -35,7 +45,12 @@ class ScheduleError(AssertionError):
 
 @dataclass
 class SimulationResult:
-    """Outcome of :func:`simulate`."""
+    """Outcome of :func:`simulate`.
+
+    ``critical_path`` maps :data:`PATH_FIELDS` to the slowest rank's chain of events:
+    how many messages it crosses and how its time splits into message start-up, transfer,
+    local work (combining, copying, executor overhead) and waiting for busy ports.
+    """
 
     time: float
     steps: int
@@ -44,44 +59,63 @@ class SimulationResult:
     critical_rank: int
     checked: bool = False
     clocks: np.ndarray = field(default=None, repr=False)
+    critical_path: dict = field(default_factory=dict)
 
 
-def _message_bytes(schedule: Schedule, item: Step, itemsize: int) -> np.ndarray:
-    return (schedule.bounds[item.stop] - schedule.bounds[item.first]) * itemsize
-
-
-@numba.njit(cache=True)
-def _advance_one_to_one(clock, receive_free, source, target, durations):  # pragma: no cover
-    finish = np.empty(source.size)
-    for index in range(source.size):
-        start = max(clock[source[index]], receive_free[target[index]])
-        finish[index] = start + durations[index]
-    for index in range(source.size):
-        clock[source[index]] = finish[index]
-    for index in range(source.size):
-        receive_free[target[index]] = finish[index]
-        if finish[index] > clock[target[index]]:
-            clock[target[index]] = finish[index]
-
-
+@numba.njit(cache=True, error_model="numpy")
 def _advance(
-    clock: np.ndarray, receive_free: np.ndarray, item: Step, durations: np.ndarray
-) -> None:
-    """Move the clocks over one step. A message starts when its sender is ready and the
-    receiver's receive port is free (one-port, full duplex), and occupies both."""
-    if item.one_to_one:
-        _advance_one_to_one(clock, receive_free, item.source, item.target, durations)
-        return
-    # Several messages per rank: in the listed order, each rank's sends one after another.
-    send_free = {}
-    for s, t, duration in zip(
-        item.source.tolist(), item.target.tolist(), durations.tolist(), strict=True
-    ):
-        start = max(send_free.get(s, clock[s]), receive_free[t])
-        send_free[s] = receive_free[t] = start + duration
-        clock[t] = max(clock[t], start + duration)
-    for rank, moment in send_free.items():
-        clock[rank] = max(clock[rank], moment)
+    clock, receive_free, send_free, stamp, path, index, source, target, first, stop,
+    bounds, itemsize, terms, local_per_byte, sigma,
+):  # pragma: no cover  (compiled)  # fmt: skip
+    """Move clocks and critical paths over one step (messages in their listed order)."""
+    count = source.size
+    fixed, shift, per_byte, floor, gap = terms
+    arrival, duration = np.empty(count), np.empty(count)
+    moved = 0
+    for m in range(count):
+        s, t = source[m], target[m]
+        if stamp[s] != index:  # every participant pays σ once, before its first message
+            stamp[s], send_free[s] = index, clock[s] + sigma
+            clock[s], path[s, 3] = clock[s] + sigma, path[s, 3] + sigma
+        if stamp[t] != index:
+            stamp[t], send_free[t] = index, clock[t] + sigma
+            clock[t], path[t, 3] = clock[t] + sigma, path[t, 3] + sigma
+        nbytes = (bounds[stop[m]] - bounds[first[m]]) * itemsize
+        moved += nbytes
+        extra = max(nbytes - shift, 0.0) * per_byte
+        occupancy = max(floor, gap + extra)
+        duration[m] = fixed + extra
+        arrival[m] = max(send_free[s] + duration[m], receive_free[t] + occupancy)
+        send_free[s] = arrival[m] - duration[m] + occupancy
+        receive_free[t] = arrival[m]
+    inherited = np.empty((count, 4))  # the senders' paths as the step starts
+    for m in range(count):
+        for column in range(4):
+            inherited[m, column] = path[source[m], column]
+    for m in range(count):  # senders: busy until their last send lets go
+        s = source[m]
+        path[s, 0] += 1.0
+        if send_free[s] > clock[s]:
+            busy = send_free[s] - clock[s]
+            path[s, 1] += busy * fixed / duration[m]
+            path[s, 2] += busy * (1.0 - fixed / duration[m])
+            clock[s] = send_free[s]
+    for m in range(count):  # receivers: ready once the data is in; waiting is the rest
+        t = target[m]
+        if arrival[m] > clock[t]:
+            clock[t] = arrival[m]
+            path[t, 0] = inherited[m, 0] + 1.0
+            path[t, 1] = inherited[m, 1] + fixed
+            path[t, 2] = inherited[m, 2] + duration[m] - fixed
+            path[t, 3] = inherited[m, 3]
+            path[t, 4] = max(arrival[m] - path[t, 1] - path[t, 2] - path[t, 3], 0.0)
+    if local_per_byte > 0.0:  # ... and combined or copied into place
+        for m in range(count):
+            t = target[m]
+            local = (bounds[stop[m]] - bounds[first[m]]) * itemsize * local_per_byte
+            clock[t] += local
+            path[t, 3] += local
+    return moved
 
 
 class _Tracker:
@@ -89,47 +123,53 @@ class _Tracker:
 
     def __init__(self, schedule: Schedule):
         self.schedule = schedule
-        size, segments = schedule.size, schedule.segments
-        if schedule.operation == "bcast":
-            self.state = np.zeros((size, segments), dtype=bool)
-            self.state[schedule.root] = True
-        else:
+        size, segments, root = schedule.size, schedule.segments, schedule.root
+        self.reduction = schedule.operation in REDUCTIONS
+        relative = (np.arange(size) - root) % size
+        if self.reduction:
             self.state = [[1 << rank] * segments for rank in range(size)]
+            return
+        # Data movement: state[rank, segment] = which datum it holds there (-1: none).
+        self.state = np.full((size, segments), -1, dtype=np.int64)
+        if schedule.operation in ("bcast", "scatter"):
+            self.state[root] = np.arange(segments)
+        elif schedule.operation == "gather":
+            self.state[np.arange(size), relative] = relative
+        else:  # alltoall: block j of rank r's send area is datum r·P + j
+            self.state[:, :size] = np.arange(size * size).reshape(size, size)
 
     def apply(self, item: Step, index: int) -> None:
         bounds = self.schedule.bounds
-        # (source, target, first, stop) of every message that carries data.
+        # (source, target, first, stop, landing) of every message that carries data.
         messages = [
-            (s, t, a, b)
-            for s, t, a, b in zip(
+            message
+            for message in zip(
                 item.source.tolist(),
                 item.target.tolist(),
                 item.first.tolist(),
                 item.stop.tolist(),
+                item.landing_first().tolist(),
                 strict=True,
             )
-            if bounds[b] > bounds[a]
+            if bounds[message[3]] > bounds[message[2]]
         ]
-        if self.schedule.operation == "bcast":
-            for s, t, a, b in messages:
-                if not self.state[s, a:b].all():
+        if not self.reduction:
+            sent = []
+            for s, t, a, b, _ in messages:
+                if ((self.state[s, a:b] < 0) & (bounds[a + 1 : b + 1] > bounds[a:b])).any():
                     raise ScheduleError(
                         f"step {index}: rank {s} sends segments {a}..{b - 1} to rank {t} "
                         "before it has them"
                     )
+                sent.append(self.state[s, a:b].copy())
             # Receivers get the senders' segments as they were at the start of the step.
-            for _, t, a, b in messages:
-                self.state[t, a:b] = True
+            for (_, t, a, b, landing), data in zip(messages, sent, strict=True):
+                self.state[t, landing : landing + b - a] = data
             return
-        # Senders send what they held at the start of the step, before any receive lands.
-        sent = {
-            (s, segment): self.state[s][segment]
-            for s, _, a, b in messages
-            for segment in range(a, b)
-        }
-        for s, t, a, b in messages:
-            for segment in range(a, b):
-                incoming = sent[(s, segment)]
+        sent = [[self.state[s][segment] for segment in range(a, b)] for s, _, a, b, _ in messages]
+        for (s, t, _, _, landing), data in zip(messages, sent, strict=True):
+            for offset, incoming in enumerate(data):
+                segment = landing + offset
                 if item.reduce:
                     if self.state[t][segment] & incoming:
                         raise ScheduleError(
@@ -142,66 +182,109 @@ class _Tracker:
 
     def verify(self) -> None:
         schedule = self.schedule
-        size = schedule.size
-        if schedule.operation == "bcast":
-            carries_data = schedule.bounds[1:] > schedule.bounds[:-1]
-            missing = np.argwhere(~self.state & carries_data[None, :])
-            if missing.size:
-                rank, segment = missing[0]
-                raise ScheduleError(f"rank {rank} ends without segment {segment}")
+        size, root, operation = schedule.size, schedule.root, schedule.operation
+        carries_data = (schedule.bounds[1:] > schedule.bounds[:-1]).tolist()
+        if self.reduction:
+            for rank in range(size):
+                if not result_defined(operation, rank, root):
+                    continue
+                expected = {"scan": (2 << rank) - 1, "exscan": (1 << rank) - 1}.get(
+                    operation, (1 << size) - 1
+                )
+                for segment, contributions in enumerate(self.state[rank]):
+                    if carries_data[segment] and contributions != expected:
+                        raise ScheduleError(
+                            f"rank {rank} ends with contributions of ranks "
+                            f"{_members(contributions)} to segment {segment}, expected "
+                            f"{_members(expected)}"
+                        )
             return
-        everyone = (1 << size) - 1
-        holders = [schedule.root] if schedule.operation == "reduce" else range(size)
-        for rank in holders:
-            for segment, contributions in enumerate(self.state[rank]):
-                if (
-                    schedule.bounds[segment + 1] > schedule.bounds[segment]
-                    and contributions != everyone
-                ):
-                    count = bin(contributions).count("1")
-                    raise ScheduleError(
-                        f"rank {rank} ends with {count} of {size} contributions to segment "
-                        f"{segment}"
-                    )
+        expected = self.state.copy()
+        relative = (np.arange(size) - root) % size
+        if operation == "bcast":
+            expected[:] = np.arange(schedule.segments)
+        elif operation == "scatter":
+            expected[np.arange(size), relative] = relative
+        elif operation == "gather":
+            expected[root] = np.arange(size)
+        else:  # alltoall: rank r's receive block i holds datum i·P + r (own block: local)
+            received = np.arange(size)[None, :] * size + np.arange(size)[:, None]
+            np.fill_diagonal(received, -1)
+            expected[:, size:] = np.where(received < 0, self.state[:, size:], received)
+        wrong = np.argwhere((self.state != expected) & np.array(carries_data)[None, :])
+        if wrong.size:
+            rank, segment = wrong[0]
+            raise ScheduleError(
+                f"rank {rank} ends with datum {self.state[rank, segment]} in segment "
+                f"{segment}, expected {expected[rank, segment]}"
+            )
+
+
+def _members(bits: int) -> str:
+    ranks = [rank for rank in range(bits.bit_length()) if bits >> rank & 1]
+    return str(ranks) if len(ranks) <= 8 else f"{len(ranks)} ranks"
+
+
+def _cost_terms(model) -> tuple[float, float, float, float, float]:
+    """``(fixed, shift, per_byte, floor, gap)`` such that an m-byte message arrives
+    ``fixed + max(m - shift, 0) per_byte`` after it starts and keeps the sender's port
+    ``max(floor, gap + max(m - shift, 0) per_byte)``: Hockney ``(α, 0, β, 0, α)``, LogGP
+    ``(L + 2o, 1, G, o, g)``. Checked against the models' own methods."""
+    if isinstance(model, LogGP):
+        terms = (model.L + 2 * model.o, 1.0, model.G, model.o, model.g)
+    else:
+        terms = (model.alpha, 0.0, model.beta, 0.0, model.alpha)
+    probe = np.array([0.0, 1.0, 1000.0])
+    extra = np.maximum(probe - terms[1], 0.0) * terms[2]
+    if not (
+        np.allclose(model.message_time(probe), terms[0] + extra)
+        and np.allclose(model.send_occupancy(probe), np.maximum(terms[3], terms[4] + extra))
+    ):
+        raise TypeError(f"the simulator has no cost terms for {type(model).__name__} models")
+    return tuple(float(term) for term in terms)
 
 
 def simulate(
     schedule: Schedule,
-    model: Hockney,
+    model,
     itemsize: int = 1,
     check: bool = False,
     software_overhead: bool = True,
 ) -> SimulationResult:
     """Virtual time of ``schedule`` under ``model`` (bytes = elements × ``itemsize``).
 
-    With ``check``, also verify the data movement (raises :class:`ScheduleError`).
-    ``software_overhead`` charges the model's σ per step to every participating rank
-    (tachyflow's executor); False models a library running the same algorithm natively.
+    ``model`` is a :class:`~tachyflow.models.hockney.Hockney` or
+    :class:`~tachyflow.models.loggp.LogGP`. With ``check``, also verify the data movement
+    (raises :class:`ScheduleError`). ``software_overhead`` charges the model's σ per step
+    to every participating rank (tachyflow's executor); False models a library running
+    the same algorithm natively.
     """
     sigma = model.sigma if software_overhead else 0.0
-    clock = np.zeros(schedule.size)
-    receive_free = np.zeros(schedule.size)
+    size = schedule.size
+    clock, receive_free, send_free = np.zeros(size), np.zeros(size), np.zeros(size)
+    stamp = np.full(size, -1, dtype=np.int64)
+    path = np.zeros((size, len(PATH_FIELDS)))
+    terms = _cost_terms(model)
     tracker = _Tracker(schedule) if check else None
     steps = messages = total_bytes = 0
+    bounds = schedule.bounds.astype(np.int64)
     for index, item in enumerate(schedule.steps()):
         if item.source.size == 0:
             continue
-        sizes = _message_bytes(schedule, item, itemsize)
-        if sigma:
-            participants = np.union1d(item.source, item.target)
-            clock[participants] += sigma
-        _advance(clock, receive_free, item, model.alpha + sizes * model.beta)
-        # Combining (or copying) what arrived keeps the receiver busy after the transfer.
-        local = model.gamma if item.reduce else model.delta
-        if local:
-            np.add.at(clock, item.target, sizes * local)
+        local_per_byte = model.gamma if item.reduce else model.delta
+        total_bytes += _advance(
+            clock, receive_free, send_free, stamp, path, index, item.source, item.target,
+            item.first, item.stop, bounds, itemsize, terms, local_per_byte, float(sigma),
+        )  # fmt: skip
         if tracker is not None:
             tracker.apply(item, index)
         steps += 1
         messages += item.source.size
-        total_bytes += int(sizes.sum())
     if tracker is not None:
         tracker.verify()
+    critical = int(clock.argmax())
+    breakdown = dict(zip(PATH_FIELDS, path[critical].tolist(), strict=True))
+    breakdown["messages"] = round(breakdown["messages"])
     return SimulationResult(
-        float(clock.max()), steps, messages, total_bytes, int(clock.argmax()), check, clock
+        float(clock[critical]), steps, messages, total_bytes, critical, check, clock, breakdown
     )

@@ -4,7 +4,8 @@ LogGP (Alexandrov et al. 1995) splits the Hockney start-up time: ``L`` is the wi
 latency, ``o`` the CPU overhead a message costs the sender and again the receiver, ``g``
 the minimum gap between two consecutive sends and ``G`` the time per byte of a long
 message. A message of ``m`` bytes is available at the receiver ``2o + L + (m-1)G`` after
-its send starts; the sender is busy ``max(g, o + (m-1)G)`` before it can start the next.
+its send starts; the sender can start the next ``max(o, g + (m-1)G)`` after it (the
+pacing of a stream of sends that the PRTT method measures).
 
 Hoefler, Schneider and Lumsdaine ("LogGP in theory and practice", 2009; Netgauge's
 ``loggp`` pattern) measure the parameters with parametrised round trips ``PRTT(n, d, s)``:
@@ -103,9 +104,10 @@ class LogGP:
 
     def send_occupancy(self, size_bytes):
         """Seconds the sender is busy before it can start its next send:
-        ``max(g, o + (m-1)G)`` (scalar or array)."""
+        ``max(o, g + (m-1)G)`` (scalar or array), the pacing of back-to-back sends in
+        ``PRTT(n, 0, s)``."""
         extra = np.maximum(np.asarray(size_bytes, dtype=float) - 1.0, 0.0)
-        return np.maximum(self.g, self.o + extra * self.G)
+        return np.maximum(self.o, self.g + extra * self.G)
 
     @property
     def bandwidth(self) -> float:
