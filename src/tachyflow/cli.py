@@ -820,7 +820,12 @@ def command_model_fit(args) -> int:
     from pathlib import Path
 
     from tachyflow.bench.results import write_json
-    from tachyflow.models.fit import read_local_costs, read_measurements, read_prtt
+    from tachyflow.models.fit import (
+        exchange_factor,
+        read_local_costs,
+        read_measurements,
+        read_prtt,
+    )
     from tachyflow.models.hockney import Hockney, fit_hockney
     from tachyflow.models.loggp import LogGP, fit_loggp
     from tachyflow.models.profiles import LOCAL_COSTS, profile_document
@@ -831,7 +836,11 @@ def command_model_fit(args) -> int:
         model, quality = fit_hockney(sizes, times, name)
     except ValueError as error:
         raise ConfigError(f"{args.measurements}: {error}") from None
-    costs = [read_local_costs(args.measurements).get(key, 0.0) for key in LOCAL_COSTS]
+    measured = {
+        **read_local_costs(args.measurements),
+        "exchange": exchange_factor(args.measurements),
+    }
+    costs = [measured.get(key, default) for key, default in LOCAL_COSTS.items()]
     model = Hockney(model.alpha, model.beta, name, *costs)
     _print_fit("Hockney", model, quality)
     loggp, why_not = None, "the measurements have no PRTT round trips (`bench pingpong` has)"
@@ -861,6 +870,7 @@ def _print_fit(label: str, model, quality: dict) -> None:
         )
     else:
         parameters = f"alpha = {model.alpha * 1e6:.4g} us, beta = {model.beta * 1e9:.4g} ns/B"
+    parameters += f", exchange factor {model.exchange:.2f}"
     print(
         f"{label}: {parameters} ({model.bandwidth / 1e9:.4g} GB/s), half-bandwidth size "
         f"{model.half_bandwidth_size:.0f} B; rms relative error "

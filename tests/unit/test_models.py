@@ -164,15 +164,29 @@ def test_local_costs_slow_the_receivers_down():
     plain = Hockney(1e-6, 1e-9)
     costly = Hockney(1e-6, 1e-9, "costly", gamma=2e-9, delta=1e-9)
     size, count = 8, 4000
-    for operation, algorithm, per_byte in [
-        ("reduce", "binomial", 2e-9),
-        ("bcast", "binomial", 1e-9),
+    for operation, algorithm, per_byte, staged in [
+        ("reduce", "binomial", 2e-9, 1e-9),  # the input is first copied into the result
+        ("bcast", "binomial", 1e-9, 0.0),
     ]:
         schedule = build(operation, algorithm, size, count)
         extra = simulate(schedule, costly).time - simulate(schedule, plain).time
-        assert extra == pytest.approx(3 * count * per_byte)  # three rounds for 8 ranks
+        assert extra == pytest.approx(3 * count * per_byte + count * staged)  # 3 rounds
     with pytest.raises(ValueError, match="closed forms assume no local costs"):
         predict("bcast", "binomial", size, count, costly)
+
+
+def test_exchange_factor_slows_messages_whose_ends_also_move_data_the_other_way():
+    duplex = Hockney(1e-6, 1e-9)
+    shared = Hockney(1e-6, 1e-9, "shared", exchange=2.0)
+    count = 10_000
+    whole = 1e-6 + count * 1e-9
+    exchange = build("allreduce", "recursive-doubling", 2, count)
+    assert simulate(exchange, duplex).time == pytest.approx(whole)
+    assert simulate(exchange, shared).time == pytest.approx(2 * whole)
+    one_way = build("bcast", "binomial", 2, count)  # nobody sends and receives at once
+    assert simulate(one_way, shared).time == pytest.approx(whole)
+    with pytest.raises(ValueError, match="exchange must be a factor between 1 and 2"):
+        Hockney(1e-6, 1e-9, exchange=3.0)
 
 
 def test_auto_picks_native_when_the_executor_overhead_dominates():

@@ -98,6 +98,7 @@ MPICH_EQUIVALENTS = {
     "recursive_doubling": "recursive-doubling",
     "ring": "ring",
     "pairwise": "pairwise",
+    "brucks": "bruck",
     "scattered": "linear-nonblocking",
 }
 
@@ -127,21 +128,28 @@ def merge_forced(
     document["params"]["algorithms"].append(label)
 
 
-def _call(comm, operation: str, algorithm: str, values: np.ndarray, segments):
-    """One collective call; its result (None where MPI defines none)."""
+def _caller(comm, operation: str, algorithm: str, values: np.ndarray, segments):
+    """A function making one collective call on buffers prepared here, outside the timed
+    region and reused by every call (as OSU does); it returns the result (None where MPI
+    defines none). A broadcast reuses its buffer: the root's data never changes."""
+    size, rank = comm.Get_size(), comm.Get_rank()
     if operation == "bcast":
-        return collectives.bcast(comm, values.copy(), 0, algorithm, segments)
-    if operation == "reduce":
-        return collectives.reduce(comm, values, "sum", 0, algorithm)
-    if operation in ("allreduce", "scan", "exscan"):
-        function = getattr(collectives, operation)
-        return function(comm, values, "sum", algorithm, segments)
-    if operation == "gather":
-        return collectives.gather(comm, values, 0, algorithm)
+        buffer = values.copy()
+        return lambda: collectives.bcast(comm, buffer, 0, algorithm, segments)
+    if operation in ("gather", "alltoall"):
+        out = np.empty(size * values.size, values.dtype)
+        if operation == "gather":
+            return lambda: collectives.gather(comm, values, 0, algorithm, out=out)
+        send = np.tile(values, size)
+        return lambda: collectives.alltoall(comm, send, algorithm, out=out)
+    out = np.empty_like(values)
     if operation == "scatter":
-        whole = np.tile(values, comm.Get_size()) if comm.Get_rank() == 0 else None
-        return collectives.scatter(comm, whole, np.empty_like(values), 0, algorithm)
-    return collectives.alltoall(comm, np.tile(values, comm.Get_size()), algorithm)
+        whole = np.tile(values, size) if rank == 0 else None
+        return lambda: collectives.scatter(comm, whole, out, 0, algorithm)
+    if operation == "reduce":
+        return lambda: collectives.reduce(comm, values, "sum", 0, algorithm, out=out)
+    function = getattr(collectives, operation)
+    return lambda: function(comm, values, "sum", algorithm, segments, out=out)
 
 
 def _values(count: int, rank: int) -> np.ndarray:
@@ -170,14 +178,13 @@ def reference(operation: str, count: int, size: int, rank: int):
 
 
 def _candidate(comm, operation, algorithm, values, expected, segments) -> Candidate:
-    result = _call(comm, operation, algorithm, values, segments)
+    call = _caller(comm, operation, algorithm, values, segments)
+    result = call()
     if result is None or expected is None:
         verified = result is None and expected is None
     else:
         verified = bool(np.allclose(result, expected, rtol=1e-12, atol=0))
-    return Candidate(
-        algorithm, lambda: _call(comm, operation, algorithm, values, segments), verified
-    )
+    return Candidate(algorithm, call, verified)
 
 
 def run_collectives_benchmark(

@@ -41,7 +41,8 @@ def native_equivalent(operation: str, block_bytes: int, size: int, count: int) -
     Broadcast: binomial below 12 KiB or 8 ranks, else scatter + allgather. Reduce:
     binomial up to 2 KiB or fewer elements than the largest power of two P' of the ranks,
     else Rabenseifner; allreduce likewise from 8 B. Scans: recursive doubling. Gather and
-    scatter: binomial. Alltoall: every send at once up to 32 KiB blocks, else pairwise.
+    scatter: binomial. Alltoall: Bruck up to 256 B blocks on 8 ranks or more, every send
+    at once up to 32 KiB, else pairwise.
     (MPICH 5's built-in selection table, where it has an algorithm of ours.)
     """
     few = count < largest_power_of_two(size)
@@ -53,7 +54,13 @@ def native_equivalent(operation: str, block_bytes: int, size: int, count: int) -
         "exscan": "recursive-doubling",
         "gather": "binomial",
         "scatter": "binomial",
-        "alltoall": "linear-nonblocking" if block_bytes <= 32768 else "pairwise",
+        "alltoall": (
+            "bruck"
+            if block_bytes <= 256 and size >= 8
+            else "linear-nonblocking"
+            if block_bytes <= 32768
+            else "pairwise"
+        ),
     }[operation]
 
 
@@ -190,18 +197,48 @@ def _execute(operation, comm, buffer, op, root, algo, segments):
     return executor.run(comm, schedule, buffer, op, steps, scratch)
 
 
-def _in_place(operation, comm, buffer, op, root, algo, segments, profile, explain):
-    """bcast and the reductions: the executor's buffer is the user's vector."""
-    _check_buffer(buffer)
+def _workspace(operation, comm, elements, root, algo, segments, dtype) -> np.ndarray:
+    """The executor's buffer of a gather, scatter or alltoall, kept with the plan so that
+    repeated calls do not pay for fresh pages."""
+    scratch = _plan(operation, algo, comm.Get_size(), elements, root, segments, comm.Get_rank())[2]
+    key = ("workspace", np.dtype(dtype).str)
+    if key not in scratch:
+        scratch[key] = np.empty(elements, dtype)
+    return scratch[key]
+
+
+def _output(out, size: int, dtype, label: str = "out") -> np.ndarray:
+    """``out`` checked against the result's size and dtype, or a new array."""
+    if out is None:
+        return np.empty(size, dtype)
+    _check_buffer(out, label)
+    if out.size != size or out.dtype != dtype:
+        raise ValueError(
+            f"{label} must hold {size} elements of {np.dtype(dtype)}, got {out.size} of "
+            f"{out.dtype}"
+        )
+    return out
+
+
+def _in_place(operation, comm, buffer, op, root, algo, segments, profile, explain, out=None):
+    """bcast and the reductions: bcast changes ``buffer`` in place; the reductions leave
+    ``values`` (``buffer``) alone and write ``out`` (a new array when None)."""
+    _check_buffer(buffer, "buffer" if operation == "bcast" else "values")
     if operation != "bcast":
         executor.operator(op)
+        out = _output(out, buffer.size, buffer.dtype)
     algo, segments, choice = _resolve(
         operation, comm, buffer.size, buffer.itemsize, root, algo, segments, profile
     )
     if algo == "native":
-        result = executor.native(comm, operation, buffer, op, root)
+        result = executor.native(comm, operation, buffer, op, root, out)
     else:
-        result = _execute(operation, comm, buffer, op, root, algo, segments)
+        if operation != "bcast":
+            out[...] = buffer
+        work = buffer if operation == "bcast" else out
+        result = _execute(operation, comm, work, op, root, algo, segments)
+        if not result_defined(operation, comm.Get_rank(), root):
+            result = None
     return (result, choice) if explain else result
 
 
@@ -218,15 +255,6 @@ def bcast(
     return _in_place("bcast", comm, buffer, None, root, algo, segments, profile, explain)
 
 
-def _reduction(operation, comm, values, op, root, algo, segments, profile, explain, defined):
-    """A reduction on a copy of ``values``; ranks where ``defined`` is False get None."""
-    _check_buffer(values, "values")
-    outcome = _in_place(operation, comm, values.copy(), op, root, algo, segments, profile, explain)
-    result, choice = outcome if explain else (outcome, None)
-    result = result if defined else None
-    return (result, choice) if explain else result
-
-
 def reduce(
     comm,
     values: np.ndarray,
@@ -235,13 +263,15 @@ def reduce(
     algo: str = "auto",
     profile=None,
     explain: bool = False,
+    out: np.ndarray | None = None,
 ):
     """Reduce ``values`` to ``root``; returns the result there and ``None`` elsewhere.
 
     ``values`` is left unchanged; ``op`` is sum, prod, min, max or a commutative callable.
+    The result goes to ``out`` when given (reused buffers save fresh pages every call;
+    the same holds for every function here that takes ``out``).
     """
-    defined = result_defined("reduce", comm.Get_rank(), root)
-    return _reduction("reduce", comm, values, op, root, algo, None, profile, explain, defined)
+    return _in_place("reduce", comm, values, op, root, algo, None, profile, explain, out)
 
 
 def allreduce(
@@ -252,9 +282,10 @@ def allreduce(
     segments: int | None = None,
     profile=None,
     explain: bool = False,
+    out: np.ndarray | None = None,
 ):
-    """Combine ``values`` over all ranks; every rank gets the result (a new array)."""
-    return _reduction("allreduce", comm, values, op, 0, algo, segments, profile, explain, True)
+    """Combine ``values`` over all ranks; every rank gets the result (in ``out``)."""
+    return _in_place("allreduce", comm, values, op, 0, algo, segments, profile, explain, out)
 
 
 def scan(
@@ -265,9 +296,10 @@ def scan(
     segments: int | None = None,
     profile=None,
     explain: bool = False,
+    out: np.ndarray | None = None,
 ):
-    """Inclusive prefix: rank i gets ``values`` of ranks 0 .. i combined (a new array)."""
-    return _reduction("scan", comm, values, op, 0, algo, segments, profile, explain, True)
+    """Inclusive prefix: rank i gets ``values`` of ranks 0 .. i combined (in ``out``)."""
+    return _in_place("scan", comm, values, op, 0, algo, segments, profile, explain, out)
 
 
 def exscan(
@@ -278,33 +310,35 @@ def exscan(
     segments: int | None = None,
     profile=None,
     explain: bool = False,
+    out: np.ndarray | None = None,
 ):
     """Exclusive prefix: rank i > 0 gets ranks 0 .. i-1 combined; rank 0 gets ``None``."""
-    defined = result_defined("exscan", comm.Get_rank(), 0)
-    return _reduction("exscan", comm, values, op, 0, algo, segments, profile, explain, defined)
+    return _in_place("exscan", comm, values, op, 0, algo, segments, profile, explain, out)
 
 
 def gather(
     comm, piece: np.ndarray, root: int = 0, algo: str = "auto", profile=None,
-    explain: bool = False,
+    explain: bool = False, out: np.ndarray | None = None,
 ):  # fmt: skip
     """Concatenate every rank's ``piece`` (same size everywhere) at ``root``, in rank order;
-    returns the array of P pieces there and ``None`` elsewhere."""
+    returns the array of P pieces there (``out`` when given) and ``None`` elsewhere."""
     _check_buffer(piece, "piece")
     size, rank, count = comm.Get_size(), comm.Get_rank(), piece.size
     algo, segments, choice = _resolve(
         "gather", comm, count, piece.itemsize, root, algo, None, profile
     )
+    result = _output(out, size * count, piece.dtype) if rank == root else None
     if algo == "native":
-        result = np.empty(size * count, piece.dtype) if rank == root else None
         executor.native(comm, "gather", piece, root=root, out=result)
     else:
-        work = np.empty(size * count, piece.dtype)
+        work = _workspace("gather", comm, size * count, root, algo, segments, piece.dtype)
         relative = (rank - root) % size
         work[relative * count : (relative + 1) * count] = piece
         _execute("gather", comm, work, None, root, algo, segments)
-        # Pieces are laid out by rank relative to the root: rotate into rank order.
-        result = np.roll(work, root * count) if rank == root else None
+        if rank == root:  # pieces lie by rank relative to the root: rotate to rank order
+            split_at = (size - root) * count
+            result[root * count :] = work[:split_at]
+            result[: root * count] = work[split_at:]
     return (result, choice) if explain else result
 
 
@@ -332,33 +366,39 @@ def scatter(
     if algo == "native":
         executor.native(comm, "scatter", pieces if rank == root else None, root=root, out=out)
     else:
-        work = (
-            np.roll(pieces, -root * count) if rank == root else np.empty(size * count, out.dtype)
-        )
+        work = _workspace("scatter", comm, size * count, root, algo, segments, out.dtype)
+        if rank == root:  # lay the pieces out by rank relative to the root
+            split_at = (size - root) * count
+            work[:split_at] = pieces[root * count :]
+            work[split_at:] = pieces[: root * count]
         _execute("scatter", comm, work, None, root, algo, segments)
         relative = (rank - root) % size
         out[...] = work[relative * count : (relative + 1) * count]
     return (out, choice) if explain else out
 
 
-def alltoall(comm, send: np.ndarray, algo: str = "auto", profile=None, explain: bool = False):
+def alltoall(
+    comm, send: np.ndarray, algo: str = "auto", profile=None, explain: bool = False,
+    out: np.ndarray | None = None,
+):  # fmt: skip
     """Personalised exchange: block j of ``send`` (P equal blocks) goes to rank j; returns
-    the P blocks received, block i from rank i (a new array)."""
+    the P blocks received, block i from rank i (in ``out`` when given)."""
     _check_buffer(send, "send")
     size, rank = comm.Get_size(), comm.Get_rank()
     if send.size % size:
         raise ValueError(f"send must hold {size} equal blocks, got {send.size} elements")
     count = send.size // size
+    result = _output(out, send.size, send.dtype)
     algo, segments, choice = _resolve(
         "alltoall", comm, count, send.itemsize, 0, algo, None, profile
     )
     if algo == "native":
-        result = executor.native(comm, "alltoall", send, out=np.empty_like(send))
+        executor.native(comm, "alltoall", send, out=result)
     else:
-        work = np.empty(2 * send.size, send.dtype)
+        work = _workspace("alltoall", comm, 2 * send.size, 0, algo, segments, send.dtype)
         work[: send.size] = send
         _execute("alltoall", comm, work, None, 0, algo, segments)
         own = slice(rank * count, (rank + 1) * count)
         work[send.size :][own] = send[own]  # a rank's block for itself is not sent
-        result = work[send.size :].copy()
+        result[...] = work[send.size :]
     return (result, choice) if explain else result

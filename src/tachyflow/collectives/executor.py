@@ -35,31 +35,32 @@ def operator(op) -> Callable:
     return OPERATORS[op]
 
 
-def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, bool]]:
-    """This rank's part of a schedule: per step, its sends ``(peer, start, stop)``, its
-    receives ``(peer, start, stop)`` (element ranges of the buffer they are read from and
-    land in) and whether receives combine. Steps where the rank
-    neither sends nor receives are left out."""
+def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, list, bool]]:
+    """This rank's part of a schedule: per step, its sends ``(peer, ranges)``, its receives
+    ``(peer, ranges)``, its local copies ``(from_ranges, to_ranges)`` (``ranges``: the
+    ``(start, stop)`` element ranges a message is read from or lands in) and whether
+    receives combine. Steps where the rank does nothing are left out."""
     bounds = schedule.bounds.tolist()
+
+    def ranges(item, index, landing=False):
+        runs = item.runs(index)
+        return tuple(
+            (bounds[c if landing else a], bounds[c if landing else a] + bounds[b] - bounds[a])
+            for a, b, c in runs
+        )
+
     steps = []
     for item in schedule.steps():
         outgoing = np.flatnonzero(item.source == rank).tolist()
         incoming = np.flatnonzero(item.target == rank).tolist()
         if not outgoing and not incoming:
             continue
-        sends = [
-            (int(item.target[i]), bounds[item.first[i]], bounds[item.stop[i]]) for i in outgoing
-        ]
-        landing = item.landing_first()
-        receives = [
-            (
-                int(item.source[i]),
-                bounds[landing[i]],
-                bounds[landing[i]] + bounds[item.stop[i]] - bounds[item.first[i]],
-            )
-            for i in incoming
-        ]
-        steps.append((sends, receives, item.reduce))
+        local = [i for i in outgoing if item.target[i] == rank]
+        sends = [(int(item.target[i]), ranges(item, i)) for i in outgoing if i not in local]
+        receives = [(int(item.source[i]), ranges(item, i, True)) for i in incoming]
+        receives = [entry for entry, i in zip(receives, incoming, strict=True) if i not in local]
+        copies = [(ranges(item, i), ranges(item, i, True)) for i in local]
+        steps.append((sends, receives, copies, item.reduce))
     return steps
 
 
@@ -74,8 +75,9 @@ def run(
     """Execute ``schedule`` in place on ``buffer`` (1D, C-contiguous) (collective).
 
     ``steps`` is this rank's :func:`plan` of the schedule and ``scratch`` a dict in which
-    receive buffers are kept between calls, when the caller keeps them (fresh pages cost a
-    page fault each on first touch).
+    receive and packing buffers are kept between calls, when the caller keeps them (fresh
+    pages cost a page fault each on first touch). A message of several runs is packed into
+    one contiguous buffer, sent as one message and unpacked on arrival.
     """
     if comm.Get_size() != schedule.size:
         raise ValueError(
@@ -83,29 +85,47 @@ def run(
         )
     combine = operator(op) if schedule.operation in REDUCTIONS else None
     in_place = combine in OPERATORS.values()  # numpy ufuncs can write into the buffer
+
+    def land(target: np.ndarray, incoming: np.ndarray, reduce: bool) -> None:
+        if not reduce:
+            target[...] = incoming
+        elif in_place:
+            combine(target, incoming, out=target)
+        else:
+            target[...] = combine(target, incoming)
+
+    def contiguous(key, ranges) -> np.ndarray:
+        array = scratch.get(key)
+        if array is None:
+            total = sum(stop - start for start, stop in ranges)
+            array = scratch[key] = np.empty(total, dtype=buffer.dtype)
+        return array
+
     steps = plan(schedule, comm.Get_rank()) if steps is None else steps
     scratch = {} if scratch is None else scratch
     irecv, isend, waitall = comm.Irecv, comm.Isend, MPI.Request.Waitall
-    for index, (sends, receives, reduce) in enumerate(steps):
+    for index, (sends, receives, copies, reduce) in enumerate(steps):
+        for origins, destinations in copies:
+            for (a, b), (c, d) in zip(origins, destinations, strict=True):
+                land(buffer[c:d], buffer[a:b], reduce)
         requests, arrivals = [], []
-        for position, (peer, start, stop) in enumerate(receives):
-            key = (index, position, buffer.dtype.str)
-            landing = scratch.get(key)
-            if landing is None:
-                landing = scratch[key] = np.empty(stop - start, dtype=buffer.dtype)
+        for position, (peer, ranges) in enumerate(receives):
+            landing = contiguous((index, position, buffer.dtype.str), ranges)
             requests.append(irecv(landing, peer, TAG))
-            arrivals.append((start, stop, landing))
-        for peer, start, stop in sends:
-            requests.append(isend(buffer[start:stop], peer, TAG))
-        waitall(requests)
-        for start, stop, landing in arrivals:
-            target = buffer[start:stop]
-            if not reduce:
-                target[...] = landing
-            elif in_place:
-                combine(target, landing, out=target)
+            arrivals.append((ranges, landing))
+        for position, (peer, ranges) in enumerate(sends):
+            if len(ranges) == 1:
+                outgoing = buffer[ranges[0][0] : ranges[0][1]]
             else:
-                target[...] = combine(target, landing)
+                outgoing = contiguous((index, "pack", position, buffer.dtype.str), ranges)
+                np.concatenate([buffer[start:stop] for start, stop in ranges], out=outgoing)
+            requests.append(isend(outgoing, peer, TAG))
+        waitall(requests)
+        for ranges, landing in arrivals:
+            offset = 0
+            for start, stop in ranges:
+                land(buffer[start:stop], landing[offset : offset + stop - start], reduce)
+                offset += stop - start
     return buffer
 
 
@@ -114,9 +134,10 @@ def native(
 ) -> np.ndarray:
     """The MPI library's own collective (collective).
 
-    bcast and the reductions work in place on ``buffer`` (where MPI defines no result —
-    off the root of reduce, rank 0 of exscan — it is left as it was); gather, scatter and
-    alltoall read ``buffer`` and write ``out``, as their MPI calls do.
+    bcast works in place on ``buffer``; the others read ``buffer`` and write ``out`` (a new
+    array for reductions when ``out`` is None), as their MPI calls do, and return it —
+    None for a reduction where MPI defines no result (off the root of reduce, rank 0 of
+    exscan).
     """
     if operation == "bcast":
         comm.Bcast(buffer, root=root)
@@ -133,7 +154,7 @@ def native(
     mpi_op = MPI_OPERATORS.get(op) if not callable(op) else _user_op(op)
     if mpi_op is None:
         raise ValueError(f"op must be one of {sorted(OPERATORS)} or a callable, got {op!r}")
-    result = np.empty_like(buffer)
+    result = np.empty_like(buffer) if out is None else out
     try:
         if operation == "reduce":
             comm.Reduce(buffer, result, op=mpi_op, root=root)
@@ -143,9 +164,7 @@ def native(
     finally:
         if callable(op):
             mpi_op.Free()
-    if result_defined(operation, comm.Get_rank(), root):
-        buffer[...] = result
-    return buffer
+    return result if result_defined(operation, comm.Get_rank(), root) else None
 
 
 def _user_op(function: Callable):

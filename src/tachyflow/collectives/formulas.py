@@ -64,8 +64,11 @@ def predict(
     """
     if not isinstance(model, Hockney):
         raise ValueError("closed forms are written for the Hockney model; use the simulator")
-    if model.gamma or model.delta or model.sigma:
-        raise ValueError("closed forms assume no local costs (gamma = delta = sigma = 0)")
+    if model.gamma or model.delta or model.sigma or model.exchange != 1:
+        raise ValueError(
+            "closed forms assume no local costs (gamma = delta = sigma = 0) and full duplex "
+            "(exchange = 1)"
+        )
     if size == 1:
         return 0.0, 1
     alpha, beta = model.alpha, model.beta

@@ -14,6 +14,7 @@ import numpy as np
 
 from tachyflow.collectives.schedule import (
     Schedule,
+    ceil_log2,
     check_arguments,
     largest_power_of_two,
     split,
@@ -142,6 +143,48 @@ def alltoall_linear_nonblocking(
     return _blocks("linear-nonblocking", size, count, generate)
 
 
+def alltoall_bruck(size: int, count: int, root: int = 0, segments: int = 1) -> Schedule:
+    """Bruck's algorithm: ``⌈log2 P⌉`` messages per rank instead of P-1, each of about P/2
+    blocks: ``⌈log2 P⌉ α + (P/2) ⌈log2 P⌉ mβ`` plus local copies — the choice for small
+    blocks on many ranks.
+
+    Rank i copies its blocks rotated by i into the receive area (block j there is the one
+    for rank i + j); in round k it sends every block whose index has bit k set, packed in
+    one message, to rank i + 2^k, which stores them at the same indices; after the rounds
+    block j holds the block from rank i - j, and two local copies put it in rank order. The
+    receive area is padded with empty blocks up to a power of two, so the blocks of round
+    k are the runs ``[2^k + 2^(k+1) r, 2^(k+1)(r + 1))``.
+    """
+    check_arguments(size, count, 0)
+    padded = 1 << ceil_log2(size)
+    bounds = split(count, 2 * size)
+    bounds = np.concatenate((bounds, np.full(padded - size, bounds[-1])))
+    ranks = np.arange(size)
+    area = size  # first block of the receive area
+
+    def generate():
+        # Rotate: send blocks [i, P) and [0, i) go to area blocks [0, P - i) and [P - i, P).
+        yield step(ranks, ranks, ranks, size, False, 0, size, False, landing=area)
+        rotated = ranks[1:]
+        yield step(rotated, rotated, 0, rotated, False, 0, size, False,
+                   landing=area + size - rotated)  # fmt: skip
+        distance = 1
+        while distance < size:
+            runs = -(-(size - distance) // (2 * distance))
+            yield step(ranks, (ranks + distance) % size, area + distance, area + 2 * distance,
+                       False, 0, size, repeats=runs, period=2 * distance)  # fmt: skip
+            distance *= 2
+        # Area block j came from rank i - j: put it in send-area slot (i - j) mod P, then
+        # copy the send area into the receive area (no copy overlaps what it reads).
+        sources = np.repeat(ranks, size)
+        blocks = np.tile(ranks, size)
+        yield step(sources, sources, area + blocks, area + blocks + 1, False, 0, size, False,
+                   landing=(sources - blocks) % size)  # fmt: skip
+        yield step(ranks, ranks, 0, size, False, 0, size, landing=area)
+
+    return Schedule("alltoall", "bruck", size, count, 0, bounds, generate)
+
+
 MOVEMENT_ALGORITHMS = {
     "gather": {
         "linear": gather_linear,
@@ -155,6 +198,7 @@ MOVEMENT_ALGORITHMS = {
     },
     "alltoall": {
         "pairwise": alltoall_pairwise,
+        "bruck": alltoall_bruck,
         "linear-nonblocking": alltoall_linear_nonblocking,
     },
 }

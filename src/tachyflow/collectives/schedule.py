@@ -31,7 +31,13 @@ MOVEMENTS = ("bcast", "scatter", "gather", "alltoall")
 
 @dataclass(frozen=True)
 class Step:
-    """Messages exchanged in one step (parallel arrays, one entry per message)."""
+    """Messages exchanged in one step (parallel arrays, one entry per message).
+
+    A message with ``repeats`` r and ``period`` p carries the runs ``first + i·p ..
+    stop - 1 + i·p`` for i < r (a strided pack, as Bruck's algorithm sends), landing in the
+    same pattern from ``landing``. A message whose source is its target is a local copy:
+    no transfer, only the copy's time (its ranges must not overlap).
+    """
 
     source: np.ndarray
     target: np.ndarray
@@ -40,10 +46,37 @@ class Step:
     reduce: bool
     one_to_one: bool = True  # no rank sends, or receives, more than one message here
     landing: np.ndarray | None = None  # first receiving segment when it differs from first
+    repeats: np.ndarray | None = None  # runs per message (default one)
+    period: np.ndarray | None = None  # segments from one run to the next
 
     def landing_first(self) -> np.ndarray:
         """First segment each message lands in at its receiver."""
         return self.first if self.landing is None else self.landing
+
+    def runs(self, index: int) -> list[tuple[int, int, int]]:
+        """Message ``index`` as ``(first, stop, landing)`` segment runs."""
+        first, stop = int(self.first[index]), int(self.stop[index])
+        landing = int(self.landing_first()[index])
+        if self.repeats is None:
+            return [(first, stop, landing)]
+        period = int(self.period[index])
+        return [
+            (first + i * period, stop + i * period, landing + i * period)
+            for i in range(int(self.repeats[index]))
+        ]
+
+    def message_bytes(self, bounds: np.ndarray, itemsize: int) -> np.ndarray | None:
+        """Bytes of every message when some carry several runs (None otherwise: the
+        simulator then reads them off ``first`` and ``stop``)."""
+        if self.repeats is None:
+            return None
+        return np.array(
+            [
+                sum(int(bounds[b] - bounds[a]) for a, b, _ in self.runs(index)) * itemsize
+                for index in range(self.source.size)
+            ],
+            dtype=np.float64,
+        )
 
 
 @dataclass(frozen=True)
@@ -87,21 +120,24 @@ def step(
     size: int,
     one_to_one: bool = True,
     landing=None,
+    repeats=None,
+    period=None,
 ) -> Step:
     """A step from arrays in relative ranks (root 0), shifted to the real root.
 
     ``one_to_one`` promises that no rank sends or receives two messages in this step;
-    ``landing`` is where each message lands at its receiver (default: ``first``).
+    ``landing`` is where each message lands at its receiver (default: ``first``);
+    ``repeats`` and ``period`` make strided messages (see :class:`Step`).
     """
     source = np.asarray(relative_source, dtype=np.int64)
     target = np.asarray(relative_target, dtype=np.int64)
     if root:
         source, target = (source + root) % size, (target + root) % size
-    first, stop, landing = (
+    first, stop, landing, repeats, period = (
         None if values is None else _per_message(values, source.shape)
-        for values in (first, stop, landing)
+        for values in (first, stop, landing, repeats, period)
     )
-    return Step(source, target, first, stop, reduce, one_to_one, landing)
+    return Step(source, target, first, stop, reduce, one_to_one, landing, repeats, period)
 
 
 def _per_message(values, shape) -> np.ndarray:

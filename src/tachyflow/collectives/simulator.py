@@ -8,8 +8,11 @@ arrival at that receiver (the receive port's gap). The sender may start its next
 ``send_occupancy(m)`` after this one started (Hockney: when it arrives; LogGP:
 ``max(o, g + (m-1)G)``). After a message arrives the receiver spends ``γ m`` combining it
 (reductions) or ``δ m`` copying it into place, when the model has those costs, and every
-participating rank pays the executor's per-step overhead σ. Under Hockney this
-reproduces the closed forms of :mod:`tachyflow.collectives.formulas` exactly.
+participating rank pays the executor's per-step overhead σ. A message whose sender
+also receives, or whose receiver also sends, in the same step takes ``exchange`` times
+longer (shared memory is not full duplex). Copies in memory around the steps cost ``δ``
+per byte (see :func:`_staging_copies`). Without local costs and with ``exchange = 1``
+this reproduces the closed forms of :mod:`tachyflow.collectives.formulas` exactly.
 Steps are simulated by a compiled loop over their messages, which is what makes 100,000
 ranks take seconds.
 
@@ -35,6 +38,7 @@ import numpy as np
 from tachyflow.collectives.schedule import REDUCTIONS, Schedule, Step, result_defined
 from tachyflow.models.loggp import LogGP
 
+NO_SIZES = np.empty(0)  # tells _advance to read message sizes off the segment ranges
 # Columns of the per-rank critical-path breakdown.
 PATH_FIELDS = ("messages", "startup", "transfer", "local", "waiting")
 
@@ -64,14 +68,20 @@ class SimulationResult:
 
 @numba.njit(cache=True, error_model="numpy")
 def _advance(
-    clock, receive_free, send_free, stamp, path, index, source, target, first, stop,
-    bounds, itemsize, terms, local_per_byte, sigma,
+    clock, receive_free, send_free, stamp, sending, receiving, path, index, source, target,
+    first, stop, bounds, itemsize, message_bytes, terms, exchange, local_per_byte, sigma,
 ):  # pragma: no cover  (compiled)  # fmt: skip
-    """Move clocks and critical paths over one step (messages in their listed order)."""
+    """Move clocks and critical paths over one step (messages in their listed order).
+
+    Message sizes come from ``message_bytes`` when it is not empty, else from the segment
+    ranges. A local copy (source = target) costs only its copy time."""
     count = source.size
     fixed, shift, per_byte, floor, gap = terms
     arrival, duration = np.empty(count), np.empty(count)
-    moved = 0
+    moved = 0.0
+    if exchange != 1.0:  # who sends and who receives in this step
+        for m in range(count):
+            sending[source[m]], receiving[target[m]] = index, index
     for m in range(count):
         s, t = source[m], target[m]
         if stamp[s] != index:  # every participant pays σ once, before its first message
@@ -80,11 +90,20 @@ def _advance(
         if stamp[t] != index:
             stamp[t], send_free[t] = index, clock[t] + sigma
             clock[t], path[t, 3] = clock[t] + sigma, path[t, 3] + sigma
-        nbytes = (bounds[stop[m]] - bounds[first[m]]) * itemsize
+        if message_bytes.size:
+            nbytes = message_bytes[m]
+        else:
+            nbytes = (bounds[stop[m]] - bounds[first[m]]) * itemsize
+        if s == t:  # local copy: the receiver loops below add its time
+            duration[m], arrival[m] = 1.0, -1.0
+            continue
         moved += nbytes
         extra = max(nbytes - shift, 0.0) * per_byte
         occupancy = max(floor, gap + extra)
         duration[m] = fixed + extra
+        if exchange != 1.0 and (receiving[s] == index or sending[t] == index):
+            duration[m] *= exchange  # both ends also move data the other way
+            occupancy *= exchange
         arrival[m] = max(send_free[s] + duration[m], receive_free[t] + occupancy)
         send_free[s] = arrival[m] - duration[m] + occupancy
         receive_free[t] = arrival[m]
@@ -94,6 +113,8 @@ def _advance(
             inherited[m, column] = path[source[m], column]
     for m in range(count):  # senders: busy until their last send lets go
         s = source[m]
+        if s == target[m]:
+            continue
         path[s, 0] += 1.0
         if send_free[s] > clock[s]:
             busy = send_free[s] - clock[s]
@@ -112,7 +133,10 @@ def _advance(
     if local_per_byte > 0.0:  # ... and combined or copied into place
         for m in range(count):
             t = target[m]
-            local = (bounds[stop[m]] - bounds[first[m]]) * itemsize * local_per_byte
+            if message_bytes.size:
+                local = message_bytes[m] * local_per_byte
+            else:
+                local = (bounds[stop[m]] - bounds[first[m]]) * itemsize * local_per_byte
             clock[t] += local
             path[t, 3] += local
     return moved
@@ -140,10 +164,9 @@ class _Tracker:
 
     def apply(self, item: Step, index: int) -> None:
         bounds = self.schedule.bounds
-        # (source, target, first, stop, landing) of every message that carries data.
-        messages = [
-            message
-            for message in zip(
+        # (source, target, first, stop, landing) of every run that carries data.
+        if item.repeats is None:
+            runs = zip(
                 item.source.tolist(),
                 item.target.tolist(),
                 item.first.tolist(),
@@ -151,8 +174,13 @@ class _Tracker:
                 item.landing_first().tolist(),
                 strict=True,
             )
-            if bounds[message[3]] > bounds[message[2]]
-        ]
+        else:
+            runs = (
+                (int(item.source[i]), int(item.target[i]), *run)
+                for i in range(item.source.size)
+                for run in item.runs(i)
+            )
+        messages = [run for run in runs if bounds[run[3]] > bounds[run[2]]]
         if not self.reduction:
             sent = []
             for s, t, a, b, _ in messages:
@@ -210,7 +238,8 @@ class _Tracker:
         else:  # alltoall: rank r's receive block i holds datum i·P + r (own block: local)
             received = np.arange(size)[None, :] * size + np.arange(size)[:, None]
             np.fill_diagonal(received, -1)
-            expected[:, size:] = np.where(received < 0, self.state[:, size:], received)
+            own = self.state[:, size : 2 * size]
+            expected[:, size : 2 * size] = np.where(received < 0, own, received)
         wrong = np.argwhere((self.state != expected) & np.array(carries_data)[None, :])
         if wrong.size:
             rank, segment = wrong[0]
@@ -244,6 +273,24 @@ def _cost_terms(model) -> tuple[float, float, float, float, float]:
     return tuple(float(term) for term in terms)
 
 
+def _staging_copies(schedule: Schedule, itemsize: int, ours: bool):
+    """Bytes every rank copies in memory before and after the steps: a reduction's input
+    into its result (tachyflow and MPI alike), and tachyflow's own workspace copies of
+    all-to-all (in and out) and of the root of gather and scatter (rotation by the root).
+    """
+    before, after = np.zeros(schedule.size), np.zeros(schedule.size)
+    total = schedule.count * itemsize
+    if schedule.operation in REDUCTIONS:
+        before[:] = total
+    elif ours and schedule.operation == "alltoall":
+        before[:] = after[:] = total / 2
+    elif ours and schedule.operation == "gather":
+        after[schedule.root] = total
+    elif ours and schedule.operation == "scatter":
+        before[schedule.root] = total
+    return before, after
+
+
 def simulate(
     schedule: Schedule,
     model,
@@ -263,18 +310,25 @@ def simulate(
     size = schedule.size
     clock, receive_free, send_free = np.zeros(size), np.zeros(size), np.zeros(size)
     stamp = np.full(size, -1, dtype=np.int64)
+    sending, receiving = stamp.copy(), stamp.copy()
     path = np.zeros((size, len(PATH_FIELDS)))
     terms = _cost_terms(model)
     tracker = _Tracker(schedule) if check else None
     steps = messages = total_bytes = 0
     bounds = schedule.bounds.astype(np.int64)
+    before, after = _staging_copies(schedule, itemsize, software_overhead)
+    clock += before * model.delta
+    path[:, 3] += before * model.delta
     for index, item in enumerate(schedule.steps()):
         if item.source.size == 0:
             continue
         local_per_byte = model.gamma if item.reduce else model.delta
+        sizes = item.message_bytes(bounds, itemsize)
         total_bytes += _advance(
-            clock, receive_free, send_free, stamp, path, index, item.source, item.target,
-            item.first, item.stop, bounds, itemsize, terms, local_per_byte, float(sigma),
+            clock, receive_free, send_free, stamp, sending, receiving, path, index,
+            item.source, item.target, item.first, item.stop, bounds, itemsize,
+            NO_SIZES if sizes is None else sizes, terms, float(model.exchange),
+            local_per_byte, float(sigma),
         )  # fmt: skip
         if tracker is not None:
             tracker.apply(item, index)
@@ -282,9 +336,18 @@ def simulate(
         messages += item.source.size
     if tracker is not None:
         tracker.verify()
+    clock += after * model.delta
+    path[:, 3] += after * model.delta
     critical = int(clock.argmax())
     breakdown = dict(zip(PATH_FIELDS, path[critical].tolist(), strict=True))
     breakdown["messages"] = round(breakdown["messages"])
     return SimulationResult(
-        float(clock[critical]), steps, messages, total_bytes, critical, check, clock, breakdown
+        float(clock[critical]),
+        steps,
+        messages,
+        int(total_bytes),
+        critical,
+        check,
+        clock,
+        breakdown,
     )

@@ -48,6 +48,11 @@ def read_prtt(path) -> list[dict]:
     return records
 
 
+# One-way ping-pong modes, the preferred one last: "cold" messages come from memory, as
+# the data of collectives do in applications.
+ONE_WAY = ("latency", "cold")
+
+
 def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarray]:
     """Sizes (bytes) and one-way times (seconds) from a results JSON or a text table."""
     path = Path(path)
@@ -61,10 +66,15 @@ def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarr
             entries = [
                 e
                 for e in json.loads(text)["results"]
-                if "size" in e and "median" in e and e.get("mode", "latency") == "latency"
+                if "size" in e and "median" in e and e.get("mode", "latency") in ONE_WAY
             ]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{path} is not a results file with sizes: {error}") from None
+        # One time per size: from memory ("cold") where measured, else the cached one.
+        chosen = {}
+        for entry in sorted(entries, key=lambda e: ONE_WAY.index(e.get("mode", "latency"))):
+            chosen[entry["size"]] = entry
+        entries = sorted(chosen.values(), key=lambda e: e["size"])
         return (
             np.array([e["size"] for e in entries], dtype=float),
             np.array([e["median"] for e in entries], dtype=float),
@@ -81,3 +91,25 @@ def read_measurements(path, time_unit: str = "us") -> tuple[np.ndarray, np.ndarr
         raise ConfigError(f"{path}: no lines with a size and a time")
     sizes, times = np.array(rows).T
     return sizes, times
+
+
+def exchange_factor(path, smallest: int = 65536) -> float:
+    """How much longer a message takes while the same two ranks also send the other way:
+    the median, over sizes from ``smallest`` bytes, of the bidirectional exchange time over
+    the one-way time in a ``tachyflow bench pingpong`` results file, within [1, 2]; 1 when
+    the file has no bidirectional measurements."""
+    path = Path(path)
+    try:
+        results = json.loads(path.read_text()).get("results") or []
+    except (OSError, ValueError, AttributeError):
+        return 1.0
+    times = {
+        mode: {e["size"]: e["median"] for e in results if e.get("mode") == mode}
+        for mode in ("latency", "bibw")
+    }
+    ratios = [
+        times["bibw"][size] / one_way
+        for size, one_way in times["latency"].items()
+        if size >= smallest and size in times["bibw"] and one_way > 0
+    ]
+    return float(np.clip(np.median(ratios), 1.0, 2.0)) if ratios else 1.0

@@ -32,6 +32,11 @@ class Hockney:
     sigma : float
         Seconds of software overhead per step and participating rank of tachyflow's own
         (Python) executor; the MPI library's native collectives do not pay it.
+    exchange : float
+        How much longer a message takes when its sender also receives, or its receiver
+        also sends, in the same step (1: full duplex, as between nodes; up to 2: both
+        directions share one memory system, as in shared memory). Fitted from the
+        bidirectional ping-pong.
     """
 
     alpha: float
@@ -40,6 +45,7 @@ class Hockney:
     gamma: float = 0.0
     delta: float = 0.0
     sigma: float = 0.0
+    exchange: float = 1.0
 
     def __post_init__(self):
         if not (self.alpha > 0 and np.isfinite(self.alpha)):
@@ -48,6 +54,7 @@ class Hockney:
             value = getattr(self, label)
             if not (value >= 0 and np.isfinite(value)):
                 raise ValueError(f"{label} must be a non-negative number of s/byte, got {value!r}")
+        check_exchange(self.exchange)
 
     def message_time(self, size_bytes):
         """Time of one message of ``size_bytes`` (scalar or array)."""
@@ -78,7 +85,14 @@ class Hockney:
             "gamma": self.gamma,
             "delta": self.delta,
             "sigma": self.sigma,
+            "exchange": self.exchange,
         }
+
+
+def check_exchange(value) -> None:
+    """ValueError unless the exchange factor is a number in [1, 2]."""
+    if not 1.0 <= value <= 2.0:
+        raise ValueError(f"exchange must be a factor between 1 and 2, got {value!r}")
 
 
 def fit_hockney(sizes, times, name: str = "fit") -> tuple[Hockney, dict]:

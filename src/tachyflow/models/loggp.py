@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tachyflow.models.hockney import check_exchange
+
 PRTT_KEYS = ("size", "n", "delay", "prtt_1_0", "prtt_n_0", "prtt_n_d")
 
 
@@ -49,10 +51,10 @@ class LogGP:
         Seconds per byte of a long message (>= 0); ``1 / G`` is the asymptotic bandwidth.
     name : str
         What machine or fit this describes.
-    gamma, delta, sigma : float
-        Local costs as in :class:`~tachyflow.models.hockney.Hockney`: seconds per byte to
-        combine and to copy a received message, seconds per step and rank of tachyflow's
-        own executor.
+    gamma, delta, sigma, exchange : float
+        As in :class:`~tachyflow.models.hockney.Hockney`: seconds per byte to combine and
+        to copy a received message, seconds per step and rank of tachyflow's own executor,
+        and the slow-down of a message while its ends also move data the other way.
 
     Raises
     ------
@@ -69,6 +71,7 @@ class LogGP:
     gamma: float = 0.0
     delta: float = 0.0
     sigma: float = 0.0
+    exchange: float = 1.0
 
     def __post_init__(self):
         units = {"L": "s", "o": "s", "g": "s", "G": "s/byte"}
@@ -82,6 +85,7 @@ class LogGP:
                 f"L + 2o must be positive (a message takes time), got L = {self.L!r} s, "
                 f"o = {self.o!r} s"
             )
+        check_exchange(self.exchange)
 
     @property
     def alpha(self) -> float:
@@ -131,6 +135,7 @@ class LogGP:
             "gamma": self.gamma,
             "delta": self.delta,
             "sigma": self.sigma,
+            "exchange": self.exchange,
         }
 
 

@@ -39,7 +39,9 @@ from tachyflow.models.loggp import LogGP
 MICROSECOND = 1e-6
 PROFILE_VARIABLE = "TACHYFLOW_PROFILE"
 MODELS = ("hockney", "loggp")
-LOCAL_COSTS = ("gamma", "delta", "sigma")
+# Parameters beyond the message model, with their defaults: local costs and the exchange
+# factor (see Hockney).
+LOCAL_COSTS = {"gamma": 0.0, "delta": 0.0, "sigma": 0.0, "exchange": 1.0}
 
 _BUILTIN = {
     "sp2": (46.0, 0.035, "seed 003: IBM SP2 ping-pong fit, 46 + 0.035 m us"),
@@ -135,13 +137,13 @@ def load_profile(name_or_path: str | None = None, model: str | None = None) -> H
                 float(parameters["alpha"]),
                 float(parameters["beta"]),
                 str(parameters.get("name", path)),
-                *(float(parameters.get(key, 0.0)) for key in LOCAL_COSTS),
+                *(float(parameters.get(key, default)) for key, default in LOCAL_COSTS.items()),
             )
         parameters = document["loggp"]["model"]
         return LogGP(
             *(float(parameters[key]) for key in ("L", "o", "g", "G")),
             str(parameters.get("name", path)),
-            *(float(parameters.get(key, 0.0)) for key in LOCAL_COSTS),
+            *(float(parameters.get(key, default)) for key, default in LOCAL_COSTS.items()),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
