@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 RANKS ?= 2
+COLLECTIVES ?= bcast reduce allreduce scan gather alltoall
 # apt-get needs root; use sudo when not root.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -49,7 +50,15 @@ bench: install-bench
 	$(BIN)/tachyflow bench pingpong -n 2 -o bench-results
 	$(BIN)/tachyflow model fit bench-results/pingpong_2ranks.json \
 	  -o bench-results/machine.profile.json
-	for ranks in 2 3; do for op in bcast allreduce; do \
+	# A first, shorter run of the collectives calibrates the model of the library's own
+	# calls; the second run, with MPICH's algorithms forced one by one, is the measurement.
+	for ranks in 2 3; do for op in $(COLLECTIVES); do \
+	  $(BIN)/tachyflow bench collectives --op $$op -n $$ranks --repeats 5 --no-mpich-algorithms \
+	    --profile bench-results/machine.profile.json -o bench-calibration || exit 1; \
+	done; done
+	$(BIN)/tachyflow model calibrate bench-results/machine.profile.json \
+	  bench-calibration/collectives_*.json
+	for ranks in 2 3; do for op in $(COLLECTIVES); do \
 	  $(BIN)/tachyflow bench collectives --op $$op -n $$ranks \
 	    --profile bench-results/machine.profile.json -o bench-results || exit 1; \
 	done; done
@@ -60,4 +69,4 @@ lint: install
 	$(BIN)/ruff format --check src tests
 
 clean:
-	rm -rf $(VENV) demo-results bench-results results .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo-results bench-results bench-calibration results .pytest_cache .ruff_cache

@@ -353,6 +353,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="profile JSON to write (default PROFILE_NAME.profile.json)",
     )
     fit.set_defaults(handler=command_model_fit)
+    calibrate = model_commands.add_parser(
+        "calibrate",
+        help="calibrate the model of the MPI library's own collectives from measurements",
+        description="Compare the measured times of `native` in `tachyflow bench collectives` "
+        "results with the profile's prediction of the library's default algorithm, and "
+        "store the ratios in the profile, so that algo='auto' weighs the library's "
+        "collectives by what they really cost on this machine.",
+    )
+    calibrate.add_argument("profile", help="profile JSON written by `tachyflow model fit`")
+    calibrate.add_argument("results", nargs="+", help="collectives results JSON files")
+    calibrate.add_argument(
+        "-o", "--output", default=None, help="profile JSON to write (default: update PROFILE)"
+    )
+    calibrate.set_defaults(handler=command_model_calibrate)
 
     report = commands.add_parser(
         "report",
@@ -826,14 +840,14 @@ def command_model_fit(args) -> int:
         read_measurements,
         read_prtt,
     )
-    from tachyflow.models.hockney import Hockney, fit_hockney
+    from tachyflow.models.hockney import Hockney, fit_two_regimes
     from tachyflow.models.loggp import LogGP, fit_loggp
     from tachyflow.models.profiles import LOCAL_COSTS, profile_document
 
     sizes, times = read_measurements(args.measurements, args.time_unit)
     name = args.name or Path(args.measurements).stem
     try:
-        model, quality = fit_hockney(sizes, times, name)
+        model, quality = fit_two_regimes(sizes, times, name)
     except ValueError as error:
         raise ConfigError(f"{args.measurements}: {error}") from None
     measured = {
@@ -841,7 +855,10 @@ def command_model_fit(args) -> int:
         "exchange": exchange_factor(args.measurements),
     }
     costs = [measured.get(key, default) for key, default in LOCAL_COSTS.items()]
-    model = Hockney(model.alpha, model.beta, name, *costs)
+    model = Hockney(
+        model.alpha, model.beta, name, *costs, threshold=model.threshold,
+        alpha_large=model.alpha_large, beta_large=model.beta_large,
+    )  # fmt: skip
     _print_fit("Hockney", model, quality)
     loggp, why_not = None, "the measurements have no PRTT round trips (`bench pingpong` has)"
     records = read_prtt(args.measurements)
@@ -862,6 +879,38 @@ def command_model_fit(args) -> int:
     return 0
 
 
+def command_model_calibrate(args) -> int:
+    """``tachyflow model calibrate``."""
+    import json
+    from pathlib import Path
+
+    from tachyflow.bench.collectives import native_calibration
+    from tachyflow.bench.results import read_results, write_json
+    from tachyflow.models.profiles import load_profile
+
+    model = load_profile(args.profile)
+    if not Path(args.profile).is_file():
+        raise ConfigError(f"calibration needs a fitted profile file, got {args.profile!r}")
+    documents = []
+    for path in args.results:
+        try:
+            document = read_results(path)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"{path}: {error}") from None
+        if document.get("benchmark") != "collectives":
+            raise ConfigError(f"{path} is not a `tachyflow bench collectives` results file")
+        documents.append(document)
+    profile = json.loads(Path(args.profile).read_text())
+    calibration = profile.setdefault("native_calibration", {})
+    for (operation, ranks), points in native_calibration(documents, model).items():
+        calibration.setdefault(operation, {})[str(ranks)] = points
+        shown = ", ".join(f"{size} B x{ratio:.2f}" for size, ratio in points)
+        print(f"native {operation} on {ranks} ranks, measured/predicted: {shown}")
+    output = write_json(args.output or args.profile, profile)
+    print(f"wrote {output}")
+    return 0
+
+
 def _print_fit(label: str, model, quality: dict) -> None:
     if label == "LogGP":
         parameters = (
@@ -870,6 +919,11 @@ def _print_fit(label: str, model, quality: dict) -> None:
         )
     else:
         parameters = f"alpha = {model.alpha * 1e6:.4g} us, beta = {model.beta * 1e9:.4g} ns/B"
+        if model.two_regimes:
+            parameters += (
+                f" up to {model.threshold:.0f} B, then alpha = {model.alpha_large * 1e6:.4g} "
+                f"us, beta = {model.beta_large * 1e9:.4g} ns/B"
+            )
     parameters += f", exchange factor {model.exchange:.2f}"
     print(
         f"{label}: {parameters} ({model.bandwidth / 1e9:.4g} GB/s), half-bandwidth size "

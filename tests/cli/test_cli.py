@@ -348,6 +348,15 @@ def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
     assert all(e["verified"] for e in document["results"])
     assert all(e["predicted"] > 0 for e in document["results"])
     assert {e["size"] for e in document["results"]} == {8, 64, 512}
+    profile = tmp_path / "machine.profile.json"
+    profile.write_text(json.dumps({"model": {"model": "hockney", "alpha": 1e-6, "beta": 1e-9}}))
+    results = str(tmp_path / "collectives_bcast_3ranks.json")
+    calibrated = tachyflow("model", "calibrate", str(profile), results)
+    assert calibrated.returncode == 0, calibrated.stderr
+    points = json.loads(profile.read_text())["native_calibration"]["bcast"]["3"]
+    assert [size for size, _ in points] == [8, 64, 512] and all(r > 0 for _, r in points)
+    refused = tachyflow("model", "calibrate", str(profile), str(profile))
+    assert refused.returncode == 2 and "is not a" in refused.stderr
     bad = tachyflow("bench", "collectives", "--op", "bcast", "--sizes", "8B")
     assert bad.returncode == 2 and "8B:16MiB" in bad.stderr
 

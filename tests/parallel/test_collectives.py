@@ -121,6 +121,36 @@ def test_every_gather_scatter_and_alltoall_algorithm_matches_native():
     parallel_assert(not failures, str(failures[:5]))
 
 
+@pytest.mark.parallel([1, 2, 3])
+def test_results_land_in_the_callers_out_buffers():
+    comm = MPI.COMM_WORLD
+    size, rank = comm.size, comm.rank
+    values = np.arange(5.0) + rank
+    failures = []
+    for algo in ("native", "ring", "rabenseifner"):
+        out = np.empty(5)
+        result = collectives.allreduce(comm, values, "sum", algo, out=out)
+        if result is not out or not np.allclose(out, np.arange(5.0) * size + sum(range(size))):
+            failures.append(("allreduce", algo))
+    for algo in ("native", "bruck", "pairwise"):
+        out = np.empty(5 * size)
+        send = np.repeat(np.arange(size) * 10 + rank, 5).astype(float)
+        result = collectives.alltoall(comm, send, algo, out=out)
+        expected = np.repeat(rank * 10 + np.arange(size), 5).astype(float)
+        if result is not out or not np.array_equal(out, expected):
+            failures.append(("alltoall", algo))
+    for algo in ("native", "binomial"):
+        out = np.empty(5 * size)
+        result = collectives.gather(comm, values, size - 1, algo, out=out)
+        if rank == size - 1 and (result is not out or not np.array_equal(
+            out, np.concatenate([np.arange(5.0) + r for r in range(size)])
+        )):  # fmt: skip
+            failures.append(("gather", algo))
+    with pytest.raises(ValueError, match="out must hold 5 elements of float64, got 4"):
+        collectives.allreduce(comm, values, out=np.empty(4))
+    parallel_assert(not failures, str(failures))
+
+
 @pytest.mark.parallel([2, 3])
 def test_collectives_refuse_bad_input_on_every_rank():
     comm = MPI.COMM_WORLD

@@ -116,6 +116,38 @@ def test_fit_recovers_alpha_and_beta_within_one_percent():
     assert quality["max_relative_error"] < 0.01
 
 
+def test_two_regime_fit_recovers_an_eager_and_a_rendezvous_line():
+    from tachyflow.models.hockney import fit_two_regimes
+
+    truth = Hockney(1e-6, 1e-10, threshold=8192, alpha_large=4e-6, beta_large=5e-11)
+    sizes = np.array([2**p + d for p in range(0, 24) for d in (-3, 0, 3) if 2**p + d > 0])
+    model, quality = fit_two_regimes(sizes, truth.message_time(sizes))
+    assert quality["regimes"] == 2 and model.threshold == 8192
+    for name in ("alpha", "beta", "alpha_large", "beta_large"):
+        assert getattr(model, name) == pytest.approx(getattr(truth, name), rel=0.01), name
+    assert model.bandwidth == pytest.approx(2e10)
+    straight = Hockney(2e-6, 1e-10)  # one line stays one line
+    single, single_quality = fit_two_regimes(sizes, straight.message_time(sizes))
+    assert single_quality["regimes"] == 1 and not single.two_regimes
+    with pytest.raises(ValueError, match="a second regime needs"):
+        Hockney(1e-6, 1e-10, threshold=1024, alpha_large=0.0)
+
+
+def test_native_calibration_interpolates_in_log_size(tmp_path):
+    from tachyflow.models.profiles import load_calibration, native_factor
+
+    calibration = {"reduce": {"2": [[1024, 2.0], [4096, 4.0]]}}
+    assert native_factor(calibration, "reduce", 2, 2048) == pytest.approx(3.0)
+    assert native_factor(calibration, "reduce", 2, 10**6) == pytest.approx(4.0)
+    assert native_factor(calibration, "reduce", 3, 2048) == 1.0
+    assert native_factor(calibration, "bcast", 2, 2048) == 1.0
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"model": {"alpha": 1e-6, "beta": 1e-9}, "native_calibration":
+                                calibration}))  # fmt: skip
+    assert load_calibration(str(path)) == calibration
+    assert load_calibration("sp2") == {}
+
+
 @pytest.mark.parametrize(
     ("sizes", "times", "message"),
     [
@@ -164,13 +196,17 @@ def test_local_costs_slow_the_receivers_down():
     plain = Hockney(1e-6, 1e-9)
     costly = Hockney(1e-6, 1e-9, "costly", gamma=2e-9, delta=1e-9)
     size, count = 8, 4000
-    for operation, algorithm, per_byte, staged in [
-        ("reduce", "binomial", 2e-9, 1e-9),  # the input is first copied into the result
-        ("bcast", "binomial", 1e-9, 0.0),
+    for operation, algorithm, seconds_per_byte in [
+        # three rounds of combining, after the input is copied into the result
+        ("reduce", "binomial", 3 * 2e-9 + 1e-9),
+        ("bcast", "binomial", 0.0),  # broadcast data land in place: no copy
+        # input copy, the shift (received through scratch: every rank also sends that
+        # range in the step), then 6 hops of combining along the chain of ranks 1..7
+        ("exscan", "linear", 1e-9 + 1e-9 + 6 * 2e-9),
     ]:
         schedule = build(operation, algorithm, size, count)
         extra = simulate(schedule, costly).time - simulate(schedule, plain).time
-        assert extra == pytest.approx(3 * count * per_byte + count * staged)  # 3 rounds
+        assert extra == pytest.approx(count * seconds_per_byte), (operation, algorithm)
     with pytest.raises(ValueError, match="closed forms assume no local costs"):
         predict("bcast", "binomial", size, count, costly)
 

@@ -128,6 +128,28 @@ def merge_forced(
     document["params"]["algorithms"].append(label)
 
 
+def native_calibration(documents: list[dict], model) -> dict:
+    """``{(operation, ranks): [[bytes, measured / predicted], ...]}`` of the library's own
+    collective (``native``) in collectives results, predicted under ``model`` as its
+    default algorithm without the executor's overhead."""
+    calibration = {}
+    for document in documents:
+        operation, size = document["params"]["operation"], document["mpi"]["ranks"]
+        points = {}
+        for entry in document["results"]:
+            if entry["name"] != "native" or not entry["verified"]:
+                continue
+            count = entry["size"] // ITEMSIZE
+            equivalent = collectives.native_equivalent(operation, entry["size"], size, count)
+            elements = collectives.schedule_count(operation, size, count)
+            schedule = build(operation, equivalent, size, elements)
+            predicted = simulate(schedule, model, ITEMSIZE, software_overhead=False).time
+            points[entry["size"]] = entry["median"] / predicted
+        if points:
+            calibration[(operation, size)] = [[s, points[s]] for s in sorted(points)]
+    return calibration
+
+
 def _caller(comm, operation: str, algorithm: str, values: np.ndarray, segments):
     """A function making one collective call on buffers prepared here, outside the timed
     region and reused by every call (as OSU does); it returns the result (None where MPI
@@ -251,7 +273,9 @@ def run_collectives_benchmark(
                 schedule, model, ITEMSIZE, software_overhead=entry["name"] != "native"
             ).time
             document["results"].append(entry)
-        choice = collectives.choose(operation, size, count, ITEMSIZE, model)
+        choice = collectives.choose(
+            operation, size, count, ITEMSIZE, model if profile is None else profile
+        )
         timed = {e["name"]: e["median"] for e in part["results"] if e["verified"]}
         if choice.algorithm in timed:
             within.append(timed[choice.algorithm] <= 1.1 * min(timed.values()))

@@ -4,11 +4,12 @@
 ``alltoall`` take ``algo``: a name from
 :data:`~tachyflow.collectives.algorithms.ALGORITHMS`, ``"native"`` (the MPI library's
 call), or ``"auto"``: the algorithm (and segment count), ``native`` included, with the
-lowest simulated time under the machine profile (``profile=``: a model object, a built-in
-profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the built-in
-``shared-memory`` one). ``explain=True`` returns ``(result, Choice)`` telling what ran and
-why. All ranks must pass the same count, dtype, op, root and algo. Every function is
-collective over ``comm``.
+lowest simulated time under the machine profile (``profile=``: a model object, a
+built-in profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the
+built-in ``shared-memory`` one). ``native`` is modelled as the library's default
+algorithm, scaled by the profile's calibration when it has one. ``explain=True`` returns
+``(result, Choice)`` telling what ran and why. All ranks must pass the same count, dtype,
+op, root and algo. Every function is collective over ``comm``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tachyflow.collectives.formulas import (
 from tachyflow.collectives.schedule import largest_power_of_two, result_defined
 from tachyflow.collectives.simulator import simulate
 from tachyflow.models import Hockney, LogGP, load_profile
+from tachyflow.models.profiles import load_calibration, native_factor
 
 # Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
 SIMULATE_UP_TO = 4096
@@ -101,8 +103,14 @@ def segment_count(
         return None
     if algorithm == "segmented-ring":
         return max(1, math.ceil(nbytes / size / 65536))
-    per_byte = model.beta + (model.gamma if operation in ("scan", "exscan") else 0.0)
-    effective = Hockney(model.alpha, per_byte)
+    combine = model.gamma if operation in ("scan", "exscan") else 0.0
+    if isinstance(model, Hockney) and model.two_regimes:
+        effective = Hockney(
+            model.alpha, model.beta + combine, threshold=model.threshold,
+            alpha_large=model.alpha_large, beta_large=model.beta_large + combine,
+        )  # fmt: skip
+    else:
+        effective = Hockney(model.alpha, model.beta + combine)
     if algorithm == "two-path":
         return optimal_two_path_segments(size, nbytes, effective)
     return optimal_pipeline_segments(size, nbytes, effective)
@@ -121,6 +129,7 @@ def choose(
     alltoall).
     """
     model = profile if isinstance(profile, Hockney | LogGP) else load_profile(profile)
+    calibration = {} if isinstance(profile, Hockney | LogGP) else load_calibration(profile)
     elements = schedule_count(operation, size, count)
     predictions, segments_of = {}, {}
     for algorithm in ALGORITHMS[operation]:
@@ -146,7 +155,7 @@ def choose(
     if size <= SIMULATE_UP_TO:
         predictions["native"] = simulate(
             build(operation, equivalent, size, elements), model, itemsize, software_overhead=False
-        ).time
+        ).time * native_factor(calibration, operation, size, count * itemsize)
         segments_of["native"] = 1
     best = min(predictions, key=predictions.get)
     return Choice(best, segments_of[best], model.name, predictions)

@@ -37,7 +37,8 @@ def operator(op) -> Callable:
 
 def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, list, bool]]:
     """This rank's part of a schedule: per step, its sends ``(peer, ranges)``, its receives
-    ``(peer, ranges)``, its local copies ``(from_ranges, to_ranges)`` (``ranges``: the
+    ``(peer, ranges, direct)`` (direct: straight into the buffer, not through scratch), its
+    local copies ``(from_ranges, to_ranges)`` (``ranges``: the
     ``(start, stop)`` element ranges a message is read from or lands in) and whether
     receives combine. Steps where the rank does nothing are left out."""
     bounds = schedule.bounds.tolist()
@@ -57,11 +58,22 @@ def plan(schedule: Schedule, rank: int) -> list[tuple[list, list, list, bool]]:
             continue
         local = [i for i in outgoing if item.target[i] == rank]
         sends = [(int(item.target[i]), ranges(item, i)) for i in outgoing if i not in local]
-        receives = [(int(item.source[i]), ranges(item, i, True)) for i in incoming]
-        receives = [entry for entry, i in zip(receives, incoming, strict=True) if i not in local]
+        sent = [r for _, each in sends for r in each]
+        receives = []
+        for i in incoming:
+            if i in local:
+                continue
+            landing = ranges(item, i, True)
+            # Data that replace and overlap nothing this rank sends can land in place.
+            direct = not item.reduce and len(landing) == 1 and not _overlaps(landing[0], sent)
+            receives.append((int(item.source[i]), landing, direct))
         copies = [(ranges(item, i), ranges(item, i, True)) for i in local]
         steps.append((sends, receives, copies, item.reduce))
     return steps
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(start < span[1] and span[0] < stop for start, stop in spans)
 
 
 def run(
@@ -109,7 +121,10 @@ def run(
             for (a, b), (c, d) in zip(origins, destinations, strict=True):
                 land(buffer[c:d], buffer[a:b], reduce)
         requests, arrivals = [], []
-        for position, (peer, ranges) in enumerate(receives):
+        for position, (peer, ranges, direct) in enumerate(receives):
+            if direct:
+                requests.append(irecv(buffer[ranges[0][0] : ranges[0][1]], peer, TAG))
+                continue
             landing = contiguous((index, position, buffer.dtype.str), ranges)
             requests.append(irecv(landing, peer, TAG))
             arrivals.append((ranges, landing))

@@ -15,11 +15,22 @@ from tachyflow.models.hockney import Hockney
 def optimal_pipeline_segments(size: int, nbytes: float, model: Hockney) -> int:
     """Segment count minimising ``(k + P - 2)(α + nβ/k)``: ``k* = √((P-2) n β / α)``
     (seed 003), rounded to the better neighbouring integer."""
-    if size <= 2 or nbytes <= 0 or model.beta == 0:
+    if size <= 2 or nbytes <= 0:
         return 1
-    ideal = math.sqrt((size - 2) * nbytes * model.beta / model.alpha)
-    candidates = {max(1, math.floor(ideal)), max(1, math.ceil(ideal))}
+    candidates = _near(lambda alpha, beta: (size - 2) * nbytes * beta / alpha, model)
     return min(candidates, key=lambda k: pipeline_time(size, nbytes, model, k))
+
+
+def _near(square, model) -> set[int]:
+    """Integers next to ``√square(α, β)`` for each regime of the model (at least 1)."""
+    regimes = [(model.alpha, model.beta)]
+    if getattr(model, "two_regimes", False):
+        regimes.append((model.alpha_large, model.beta_large))
+    candidates = {1}
+    for alpha, beta in regimes:
+        ideal = math.sqrt(square(alpha, beta))
+        candidates |= {max(1, math.floor(ideal)), max(1, math.ceil(ideal))}
+    return candidates
 
 
 def pipeline_time(size: int, nbytes: float, model: Hockney, segments: int) -> float:
@@ -43,8 +54,8 @@ def optimal_two_path_segments(size: int, nbytes: float, model: Hockney) -> int:
     rounded to the better neighbouring integer."""
     if size < 3:
         return optimal_pipeline_segments(size, nbytes, model)
-    ideal = math.sqrt(max((size - 1) // 2 - 1, 0) * nbytes * model.beta / (2 * model.alpha))
-    candidates = {max(1, math.floor(ideal)), max(1, math.ceil(ideal))}
+    hops = max((size - 1) // 2 - 1, 0)
+    candidates = _near(lambda alpha, beta: hops * nbytes * beta / (2 * alpha), model)
     return min(candidates, key=lambda k: two_path_time(size, nbytes, model, k))
 
 
@@ -104,5 +115,10 @@ def predict(
         forms[("reduce", "rabenseifner")] = forms[("allreduce", "rabenseifner")] = halves
     if (operation, algorithm) not in forms:
         raise ValueError(f"no closed form for {operation} {algorithm!r}; use the simulator")
+    mixes = algorithm == "rabenseifner" or (
+        algorithm == "binomial" and operation in ("gather", "scatter")
+    )
+    if model.two_regimes and mixes:  # α and nβ of different message sizes
+        raise ValueError("this closed form needs a single regime (α, β); use the simulator")
     segments = {"ring": size, "rabenseifner": power}.get(algorithm, 1)
     return forms[(operation, algorithm)], segments

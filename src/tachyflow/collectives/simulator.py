@@ -69,15 +69,15 @@ class SimulationResult:
 @numba.njit(cache=True, error_model="numpy")
 def _advance(
     clock, receive_free, send_free, stamp, sending, receiving, path, index, source, target,
-    first, stop, bounds, itemsize, message_bytes, terms, exchange, local_per_byte, sigma,
+    first, stop, bounds, itemsize, message_bytes, terms, exchange, local, sigma,
 ):  # pragma: no cover  (compiled)  # fmt: skip
     """Move clocks and critical paths over one step (messages in their listed order).
 
     Message sizes come from ``message_bytes`` when it is not empty, else from the segment
     ranges. A local copy (source = target) costs only its copy time."""
     count = source.size
-    fixed, shift, per_byte, floor, gap = terms
-    arrival, duration = np.empty(count), np.empty(count)
+    fixed, shift, per_byte, floor, gap, threshold, fixed_large, per_byte_large = terms
+    arrival, duration, startup = np.empty(count), np.empty(count), np.empty(count)
     moved = 0.0
     if exchange != 1.0:  # who sends and who receives in this step
         for m in range(count):
@@ -95,12 +95,16 @@ def _advance(
         else:
             nbytes = (bounds[stop[m]] - bounds[first[m]]) * itemsize
         if s == t:  # local copy: the receiver loops below add its time
-            duration[m], arrival[m] = 1.0, -1.0
+            duration[m], arrival[m], startup[m] = 1.0, -1.0, 0.0
             continue
         moved += nbytes
-        extra = max(nbytes - shift, 0.0) * per_byte
-        occupancy = max(floor, gap + extra)
-        duration[m] = fixed + extra
+        if nbytes > threshold:  # the second regime (Hockney's gap is its start-up)
+            startup[m], extra = fixed_large, max(nbytes - shift, 0.0) * per_byte_large
+            occupancy = max(floor, fixed_large + extra)
+        else:
+            startup[m], extra = fixed, max(nbytes - shift, 0.0) * per_byte
+            occupancy = max(floor, gap + extra)
+        duration[m] = startup[m] + extra
         if exchange != 1.0 and (receiving[s] == index or sending[t] == index):
             duration[m] *= exchange  # both ends also move data the other way
             occupancy *= exchange
@@ -118,27 +122,21 @@ def _advance(
         path[s, 0] += 1.0
         if send_free[s] > clock[s]:
             busy = send_free[s] - clock[s]
-            path[s, 1] += busy * fixed / duration[m]
-            path[s, 2] += busy * (1.0 - fixed / duration[m])
+            path[s, 1] += busy * startup[m] / duration[m]
+            path[s, 2] += busy * (1.0 - startup[m] / duration[m])
             clock[s] = send_free[s]
     for m in range(count):  # receivers: ready once the data is in; waiting is the rest
         t = target[m]
         if arrival[m] > clock[t]:
             clock[t] = arrival[m]
             path[t, 0] = inherited[m, 0] + 1.0
-            path[t, 1] = inherited[m, 1] + fixed
-            path[t, 2] = inherited[m, 2] + duration[m] - fixed
+            path[t, 1] = inherited[m, 1] + startup[m]
+            path[t, 2] = inherited[m, 2] + duration[m] - startup[m]
             path[t, 3] = inherited[m, 3]
             path[t, 4] = max(arrival[m] - path[t, 1] - path[t, 2] - path[t, 3], 0.0)
-    if local_per_byte > 0.0:  # ... and combined or copied into place
-        for m in range(count):
-            t = target[m]
-            if message_bytes.size:
-                local = message_bytes[m] * local_per_byte
-            else:
-                local = (bounds[stop[m]] - bounds[first[m]]) * itemsize * local_per_byte
-            clock[t] += local
-            path[t, 3] += local
+    for m in range(local.size):  # ... and combined or copied into place
+        clock[target[m]] += local[m]
+        path[target[m], 3] += local[m]
     return moved
 
 
@@ -254,23 +252,68 @@ def _members(bits: int) -> str:
     return str(ranks) if len(ranks) <= 8 else f"{len(ranks)} ranks"
 
 
-def _cost_terms(model) -> tuple[float, float, float, float, float]:
-    """``(fixed, shift, per_byte, floor, gap)`` such that an m-byte message arrives
-    ``fixed + max(m - shift, 0) per_byte`` after it starts and keeps the sender's port
-    ``max(floor, gap + max(m - shift, 0) per_byte)``: Hockney ``(α, 0, β, 0, α)``, LogGP
-    ``(L + 2o, 1, G, o, g)``. Checked against the models' own methods."""
+def _cost_terms(model) -> tuple[float, ...]:
+    """``(fixed, shift, per_byte, floor, gap, threshold, fixed_large, per_byte_large)``:
+    an m-byte message arrives ``fixed + max(m - shift, 0) per_byte`` after it starts and
+    keeps the sender's port ``max(floor, gap + max(m - shift, 0) per_byte)``, and above
+    ``threshold`` bytes uses the large regime (Hockney's two regimes, its gap being its
+    start-up). Hockney ``(α, 0, β, 0, α, threshold, α_large, β_large)``, LogGP
+    ``(L + 2o, 1, G, o, g, ∞, ·, ·)``. Checked against the models' own methods."""
     if isinstance(model, LogGP):
-        terms = (model.L + 2 * model.o, 1.0, model.G, model.o, model.g)
+        terms = (model.L + 2 * model.o, 1.0, model.G, model.o, model.g, np.inf, 0.0, 0.0)
     else:
-        terms = (model.alpha, 0.0, model.beta, 0.0, model.alpha)
-    probe = np.array([0.0, 1.0, 1000.0])
-    extra = np.maximum(probe - terms[1], 0.0) * terms[2]
+        large = (model.threshold, model.alpha_large, model.beta_large)
+        terms = (model.alpha, 0.0, model.beta, 0.0, model.alpha, *large)
+    fixed, shift, per_byte, floor, gap, threshold, fixed_large, per_byte_large = terms
+    probe = np.array([0.0, 1.0, 1000.0, 3e6, 3e8])
+    extra_small = np.maximum(probe - shift, 0.0) * per_byte
+    extra_large = np.maximum(probe - shift, 0.0) * per_byte_large
+    above = probe > threshold
+    arrival = np.where(above, fixed_large + extra_large, fixed + extra_small)
+    busy = np.where(above, fixed_large + extra_large, np.maximum(floor, gap + extra_small))
     if not (
-        np.allclose(model.message_time(probe), terms[0] + extra)
-        and np.allclose(model.send_occupancy(probe), np.maximum(terms[3], terms[4] + extra))
+        np.allclose(model.message_time(probe), arrival)
+        and np.allclose(model.send_occupancy(probe), busy)
     ):
         raise TypeError(f"the simulator has no cost terms for {type(model).__name__} models")
     return tuple(float(term) for term in terms)
+
+
+def _local_costs(item: Step, bounds: np.ndarray, itemsize: int, model) -> np.ndarray:
+    """Seconds each message's receiver spends after the transfer (empty: none): γ per byte
+    to combine a reduction; δ per byte to copy from a scratch buffer, which the executor
+    uses only when a receive cannot land in place (a strided message, or a range the
+    receiver also sends in the same step — see the executor's ``plan``)."""
+    per_byte = model.gamma if item.reduce else model.delta
+    if not per_byte:
+        return NO_SIZES
+    sizes = item.message_bytes(bounds, itemsize)
+    if sizes is None:
+        sizes = (bounds[item.stop] - bounds[item.first]).astype(float) * itemsize
+    if item.reduce:
+        return sizes * per_byte
+    staged = (
+        np.zeros(item.source.size, dtype=bool)
+        if item.repeats is None
+        else ~(item.source == item.target)
+    )
+    # A receive overlapping what its receiver sends in the step goes through scratch.
+    landing = item.landing_first()
+    low, high = landing, landing + item.stop - item.first
+    if item.one_to_one:  # each rank sends at most one range: look it up by rank
+        size = int(max(item.source.max(), item.target.max())) + 1
+        send_low, send_high = np.full(size, -1), np.full(size, -1)
+        send_low[item.source], send_high[item.source] = item.first, item.stop
+        mine_low, mine_high = send_low[item.target], send_high[item.target]
+        staged |= (mine_low >= 0) & (mine_low < high) & (mine_high > low)
+    else:
+        for index in np.flatnonzero(np.isin(item.target, item.source)):
+            sends = item.source == item.target[index]
+            staged[index] |= bool(
+                np.any((item.first[sends] < high[index]) & (item.stop[sends] > low[index]))
+            )
+    local_copies = item.source == item.target  # copies inside the buffer cost δ too
+    return sizes * per_byte * (staged | local_copies)
 
 
 def _staging_copies(schedule: Schedule, itemsize: int, ours: bool):
@@ -322,13 +365,13 @@ def simulate(
     for index, item in enumerate(schedule.steps()):
         if item.source.size == 0:
             continue
-        local_per_byte = model.gamma if item.reduce else model.delta
+        local = _local_costs(item, schedule.bounds, itemsize, model)
         sizes = item.message_bytes(bounds, itemsize)
         total_bytes += _advance(
             clock, receive_free, send_free, stamp, sending, receiving, path, index,
             item.source, item.target, item.first, item.stop, bounds, itemsize,
             NO_SIZES if sizes is None else sizes, terms, float(model.exchange),
-            local_per_byte, float(sigma),
+            local, float(sigma),
         )  # fmt: skip
         if tracker is not None:
             tracker.apply(item, index)

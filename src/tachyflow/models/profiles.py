@@ -19,11 +19,17 @@ names the one that ``algo="auto"`` uses. Its schema::
      "loggp": {"model": {"model": "loggp", "L": s, "o": s, "g": s, "G": s/B, ...},
                "quality": {...}},
      "default": "hockney" | "loggp",
-     "source": "the measurements"}
+     "source": "the measurements",
+     "native_calibration": {"allreduce": {"2": [[bytes, measured / predicted], ...]}}}
 
 ``model`` is always the Hockney fit, so files written before LogGP existed still load;
 ``loggp`` is there when the measurements had PRTT data, and ``default`` (absent means
 ``hockney``) names the model :func:`load_profile` returns unless told otherwise.
+``native_calibration`` (written by ``tachyflow model calibrate`` from ``tachyflow bench
+collectives`` runs) holds, per operation and rank count, how much slower or faster the
+MPI library's own collective measured than the model of its default algorithm:
+``algo="auto"`` scales its prediction of ``native`` by it (:func:`native_factor`), since
+a library's collective is a black box that a ping-pong cannot fully describe.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.models.hockney import Hockney
@@ -133,11 +141,17 @@ def load_profile(name_or_path: str | None = None, model: str | None = None) -> H
     try:
         if chosen == "hockney":
             parameters = document["model"]
+            regimes = {
+                key: float(parameters[key])
+                for key in ("threshold", "alpha_large", "beta_large")
+                if key in parameters
+            }
             return Hockney(
                 float(parameters["alpha"]),
                 float(parameters["beta"]),
                 str(parameters.get("name", path)),
                 *(float(parameters.get(key, default)) for key, default in LOCAL_COSTS.items()),
+                **regimes,
             )
         parameters = document["loggp"]["model"]
         return LogGP(
@@ -147,3 +161,26 @@ def load_profile(name_or_path: str | None = None, model: str | None = None) -> H
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{path} is not a tachyflow machine profile: {error}") from None
+
+
+def load_calibration(name_or_path: str | None = None) -> dict:
+    """The ``native_calibration`` of a fitted profile (empty for built-in profiles)."""
+    if name_or_path is None:
+        name_or_path = os.environ.get(PROFILE_VARIABLE, "shared-memory")
+    if name_or_path in builtin_profiles() or not Path(name_or_path).is_file():
+        return {}
+    try:
+        return dict(json.loads(Path(name_or_path).read_text()).get("native_calibration") or {})
+    except (json.JSONDecodeError, AttributeError, TypeError):
+        return {}
+
+
+def native_factor(calibration: dict, operation: str, ranks: int, nbytes: float) -> float:
+    """Measured over predicted time of the library's ``operation`` on ``ranks`` ranks at
+    ``nbytes``: interpolated in log size between calibrated sizes, the end values beyond
+    them, 1 where nothing was calibrated."""
+    points = calibration.get(operation, {}).get(str(ranks))
+    if not points:
+        return 1.0
+    sizes, ratios = zip(*sorted(points), strict=True)
+    return float(np.interp(np.log(max(nbytes, 1)), np.log(sizes), ratios))
