@@ -355,11 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.set_defaults(handler=command_model_fit)
     calibrate = model_commands.add_parser(
         "calibrate",
-        help="calibrate the model of the MPI library's own collectives from measurements",
-        description="Compare the measured times of `native` in `tachyflow bench collectives` "
-        "results with the profile's prediction of the library's default algorithm, and "
-        "store the ratios in the profile, so that algo='auto' weighs the library's "
-        "collectives by what they really cost on this machine.",
+        help="calibrate the collectives' predictions against measured times",
+        description="Compare the measured times of every algorithm (and of the library's "
+        "own call, `native`) in `tachyflow bench collectives` results with the profile's "
+        "predictions, and store the ratios in the profile: algo='auto' scales its "
+        "predictions by them (a tuning run, as MPI libraries' tuning tables are made).",
     )
     calibrate.add_argument("profile", help="profile JSON written by `tachyflow model fit`")
     calibrate.add_argument("results", nargs="+", help="collectives results JSON files")
@@ -884,7 +884,9 @@ def command_model_calibrate(args) -> int:
     import json
     from pathlib import Path
 
-    from tachyflow.bench.collectives import native_calibration
+    import numpy as np
+
+    from tachyflow.bench.collectives import calibration
     from tachyflow.bench.results import read_results, write_json
     from tachyflow.models.profiles import load_profile
 
@@ -901,11 +903,14 @@ def command_model_calibrate(args) -> int:
             raise ConfigError(f"{path} is not a `tachyflow bench collectives` results file")
         documents.append(document)
     profile = json.loads(Path(args.profile).read_text())
-    calibration = profile.setdefault("native_calibration", {})
-    for (operation, ranks), points in native_calibration(documents, model).items():
-        calibration.setdefault(operation, {})[str(ranks)] = points
-        shown = ", ".join(f"{size} B x{ratio:.2f}" for size, ratio in points)
-        print(f"native {operation} on {ranks} ranks, measured/predicted: {shown}")
+    table = profile.setdefault("calibration", {})
+    for (operation, ranks), algorithms in calibration(documents, model).items():
+        table.setdefault(operation, {})[str(ranks)] = algorithms
+        shown = ", ".join(
+            f"{name} x{np.median([ratio for _, ratio in points]):.2f}"
+            for name, points in algorithms.items()
+        )
+        print(f"{operation} on {ranks} ranks, median measured/predicted: {shown}")
     output = write_json(args.output or args.profile, profile)
     print(f"wrote {output}")
     return 0

@@ -353,8 +353,10 @@ def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
     results = str(tmp_path / "collectives_bcast_3ranks.json")
     calibrated = tachyflow("model", "calibrate", str(profile), results)
     assert calibrated.returncode == 0, calibrated.stderr
-    points = json.loads(profile.read_text())["native_calibration"]["bcast"]["3"]
-    assert [size for size, _ in points] == [8, 64, 512] and all(r > 0 for _, r in points)
+    table = json.loads(profile.read_text())["calibration"]["bcast"]["3"]
+    assert set(table) == {*ALGORITHMS["bcast"], "native"}
+    for points in table.values():
+        assert [size for size, _ in points] == [8, 64, 512] and all(r > 0 for _, r in points)
     refused = tachyflow("model", "calibrate", str(profile), str(profile))
     assert refused.returncode == 2 and "is not a" in refused.stderr
     bad = tachyflow("bench", "collectives", "--op", "bcast", "--sizes", "8B")

@@ -133,16 +133,17 @@ def test_two_regime_fit_recovers_an_eager_and_a_rendezvous_line():
         Hockney(1e-6, 1e-10, threshold=1024, alpha_large=0.0)
 
 
-def test_native_calibration_interpolates_in_log_size(tmp_path):
-    from tachyflow.models.profiles import load_calibration, native_factor
+def test_calibration_interpolates_in_log_size(tmp_path):
+    from tachyflow.models.profiles import calibration_factor, load_calibration
 
-    calibration = {"reduce": {"2": [[1024, 2.0], [4096, 4.0]]}}
-    assert native_factor(calibration, "reduce", 2, 2048) == pytest.approx(3.0)
-    assert native_factor(calibration, "reduce", 2, 10**6) == pytest.approx(4.0)
-    assert native_factor(calibration, "reduce", 3, 2048) == 1.0
-    assert native_factor(calibration, "bcast", 2, 2048) == 1.0
+    calibration = {"reduce": {"2": {"native": [[1024, 2.0], [4096, 4.0]]}}}
+    assert calibration_factor(calibration, "reduce", 2, "native", 2048) == pytest.approx(3.0)
+    assert calibration_factor(calibration, "reduce", 2, "native", 10**6) == pytest.approx(4.0)
+    assert calibration_factor(calibration, "reduce", 3, "native", 2048) == 1.0
+    assert calibration_factor(calibration, "reduce", 2, "binomial", 2048) == 1.0
+    assert calibration_factor(calibration, "bcast", 2, "native", 2048) == 1.0
     path = tmp_path / "profile.json"
-    path.write_text(json.dumps({"model": {"alpha": 1e-6, "beta": 1e-9}, "native_calibration":
+    path.write_text(json.dumps({"model": {"alpha": 1e-6, "beta": 1e-9}, "calibration":
                                 calibration}))  # fmt: skip
     assert load_calibration(str(path)) == calibration
     assert load_calibration("sp2") == {}

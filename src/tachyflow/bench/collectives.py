@@ -5,7 +5,8 @@ block for gather, scatter and alltoall), every schedule algorithm of the operati
 the MPI library's ``native`` call are first checked against the exact result on every
 rank (:func:`reference`, as OSU's ``-c``), then timed interleaved. Segmented algorithms
 run with the model's segment count, as ``algo="auto"`` would. Beside each measurement:
-the simulator's prediction under the machine profile, and which algorithm ``algo="auto"``
+the simulator's prediction under the machine profile (not calibrated, so that a
+calibration can be made from it: :func:`calibration`), and which algorithm ``algo="auto"``
 would pick — ``summary.auto_within_10_percent`` is the share of sizes where that pick's
 measured time is within 10 % of the best measured one (ours or native).
 
@@ -23,7 +24,7 @@ import numpy as np
 from tachyflow import collectives, runtime
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.results import new_results
-from tachyflow.collectives.algorithms import ALGORITHMS, build
+from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
 from tachyflow.collectives.simulator import simulate
 from tachyflow.io.files import replacing
 from tachyflow.models.profiles import load_profile
@@ -128,26 +129,34 @@ def merge_forced(
     document["params"]["algorithms"].append(label)
 
 
-def native_calibration(documents: list[dict], model) -> dict:
-    """``{(operation, ranks): [[bytes, measured / predicted], ...]}`` of the library's own
-    collective (``native``) in collectives results, predicted under ``model`` as its
-    default algorithm without the executor's overhead."""
-    calibration = {}
+def calibration(documents: list[dict], model) -> dict:
+    """``{(operation, ranks): {algorithm: [[bytes, measured / predicted], ...]}}`` of every
+    algorithm of ours and of the library's own call (``native``, predicted as its default
+    algorithm without the executor's overhead) in collectives results, under ``model``."""
+    table = {}
     for document in documents:
         operation, size = document["params"]["operation"], document["mpi"]["ranks"]
-        points = {}
         for entry in document["results"]:
-            if entry["name"] != "native" or not entry["verified"]:
+            name = entry["name"]
+            if not entry["verified"] or name.startswith("mpich:"):
                 continue
             count = entry["size"] // ITEMSIZE
-            equivalent = collectives.native_equivalent(operation, entry["size"], size, count)
             elements = collectives.schedule_count(operation, size, count)
-            schedule = build(operation, equivalent, size, elements)
-            predicted = simulate(schedule, model, ITEMSIZE, software_overhead=False).time
+            if name == "native":
+                equivalent = collectives.native_equivalent(operation, entry["size"], size, count)
+                schedule = build(operation, equivalent, size, elements)
+            else:
+                segments = entry.get("segments") if name in SEGMENTED else None
+                schedule = build(operation, name, size, elements, 0, segments)
+            predicted = simulate(
+                schedule, model, ITEMSIZE, software_overhead=name != "native"
+            ).time
+            points = table.setdefault((operation, size), {}).setdefault(name, {})
             points[entry["size"]] = entry["median"] / predicted
-        if points:
-            calibration[(operation, size)] = [[s, points[s]] for s in sorted(points)]
-    return calibration
+    return {
+        key: {name: [[s, points[s]] for s in sorted(points)] for name, points in names.items()}
+        for key, names in table.items()
+    }
 
 
 def _caller(comm, operation: str, algorithm: str, values: np.ndarray, segments):
@@ -268,7 +277,7 @@ def run_collectives_benchmark(
                 schedule = build(
                     operation, entry["name"], size, elements, 0, segments[entry["name"]]
                 )
-            entry["segments"] = schedule.segments
+            entry["segments"] = segments.get(entry["name"]) or 1  # the algorithm's parameter
             entry["predicted"] = simulate(
                 schedule, model, ITEMSIZE, software_overhead=entry["name"] != "native"
             ).time

@@ -7,9 +7,10 @@ call), or ``"auto"``: the algorithm (and segment count), ``native`` included, wi
 lowest simulated time under the machine profile (``profile=``: a model object, a
 built-in profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the
 built-in ``shared-memory`` one). ``native`` is modelled as the library's default
-algorithm, scaled by the profile's calibration when it has one. ``explain=True`` returns
-``(result, Choice)`` telling what ran and why. All ranks must pass the same count, dtype,
-op, root and algo. Every function is collective over ``comm``.
+algorithm; every prediction is scaled by the profile's calibration when it has one.
+``explain=True`` returns ``(result, Choice)`` telling what ran and why. All ranks must
+pass the same count, dtype, op, root and algo. Every function is collective over
+``comm``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tachyflow.collectives.formulas import (
 from tachyflow.collectives.schedule import largest_power_of_two, result_defined
 from tachyflow.collectives.simulator import simulate
 from tachyflow.models import Hockney, LogGP, load_profile
-from tachyflow.models.profiles import load_calibration, native_factor
+from tachyflow.models.profiles import calibration_factor, load_calibration
 
 # Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
 SIMULATE_UP_TO = 4096
@@ -147,7 +148,9 @@ def choose(
         schedule = build(operation, algorithm, size, elements, 0, segments)
         if predicted is None:
             predicted = simulate(schedule, model, itemsize).time
-        predictions[algorithm] = predicted
+        predictions[algorithm] = predicted * calibration_factor(
+            calibration, operation, size, algorithm, count * itemsize
+        )
         segments_of[algorithm] = schedule.segments
     # The library's call runs the same kind of algorithm without the Python executor's
     # per-step overhead.
@@ -155,7 +158,7 @@ def choose(
     if size <= SIMULATE_UP_TO:
         predictions["native"] = simulate(
             build(operation, equivalent, size, elements), model, itemsize, software_overhead=False
-        ).time * native_factor(calibration, operation, size, count * itemsize)
+        ).time * calibration_factor(calibration, operation, size, "native", count * itemsize)
         segments_of["native"] = 1
     best = min(predictions, key=predictions.get)
     return Choice(best, segments_of[best], model.name, predictions)

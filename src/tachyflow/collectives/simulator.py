@@ -78,6 +78,7 @@ def _advance(
     count = source.size
     fixed, shift, per_byte, floor, gap, threshold, fixed_large, per_byte_large = terms
     arrival, duration, startup = np.empty(count), np.empty(count), np.empty(count)
+    inherited = np.empty((count, 4))
     moved = 0.0
     if exchange != 1.0:  # who sends and who receives in this step
         for m in range(count):
@@ -111,10 +112,8 @@ def _advance(
         arrival[m] = max(send_free[s] + duration[m], receive_free[t] + occupancy)
         send_free[s] = arrival[m] - duration[m] + occupancy
         receive_free[t] = arrival[m]
-    inherited = np.empty((count, 4))  # the senders' paths as the step starts
-    for m in range(count):
-        for column in range(4):
-            inherited[m, column] = path[source[m], column]
+        for column in range(4):  # the sender's path as the step starts
+            inherited[m, column] = path[s, column]
     for m in range(count):  # senders: busy until their last send lets go
         s = source[m]
         if s == target[m]:

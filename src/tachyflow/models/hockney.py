@@ -189,7 +189,8 @@ def fit_two_regimes(sizes, times, name: str = "fit") -> tuple[Hockney, dict]:
 
     Every power of two from 1 KiB to 1 MiB is tried as the largest size of the first regime
     (each side needs 3 sizes and a valid fit); two regimes are kept when one line misses
-    the data by more than 1 % RMS and two cut that error by a quarter or more. Quality as :func:`fit_hockney`, with the split.
+    the data by more than 1 % RMS and two cut that error by a quarter or more. Quality as
+    :func:`fit_hockney`, with the number of regimes.
     """
     sizes = np.asarray(sizes, dtype=float).ravel()
     times = np.asarray(times, dtype=float).ravel()

@@ -20,16 +20,19 @@ names the one that ``algo="auto"`` uses. Its schema::
                "quality": {...}},
      "default": "hockney" | "loggp",
      "source": "the measurements",
-     "native_calibration": {"allreduce": {"2": [[bytes, measured / predicted], ...]}}}
+     "calibration": {"allreduce": {"2": {"ring": [[bytes, measured / predicted], ...],
+                                          "native": [...], ...}}}}
 
 ``model`` is always the Hockney fit, so files written before LogGP existed still load;
 ``loggp`` is there when the measurements had PRTT data, and ``default`` (absent means
 ``hockney``) names the model :func:`load_profile` returns unless told otherwise.
-``native_calibration`` (written by ``tachyflow model calibrate`` from ``tachyflow bench
-collectives`` runs) holds, per operation and rank count, how much slower or faster the
-MPI library's own collective measured than the model of its default algorithm:
-``algo="auto"`` scales its prediction of ``native`` by it (:func:`native_factor`), since
-a library's collective is a black box that a ping-pong cannot fully describe.
+``calibration`` (written by ``tachyflow model calibrate`` from ``tachyflow bench
+collectives`` runs) holds, per operation, rank count and algorithm (``native`` too), how
+much slower or faster it measured than the model predicts: ``algo="auto"`` scales its
+predictions by it (:func:`calibration_factor`). The MPI library's collective is a black
+box a ping-pong cannot fully describe, and every call also pays costs no message model
+has (the Python call, the timing of a single call); a tuning run measures them, the model
+interpolates between the sizes measured and carries the choice to other sizes.
 """
 
 from __future__ import annotations
@@ -164,22 +167,24 @@ def load_profile(name_or_path: str | None = None, model: str | None = None) -> H
 
 
 def load_calibration(name_or_path: str | None = None) -> dict:
-    """The ``native_calibration`` of a fitted profile (empty for built-in profiles)."""
+    """The ``calibration`` of a fitted profile (empty for built-in profiles)."""
     if name_or_path is None:
         name_or_path = os.environ.get(PROFILE_VARIABLE, "shared-memory")
     if name_or_path in builtin_profiles() or not Path(name_or_path).is_file():
         return {}
     try:
-        return dict(json.loads(Path(name_or_path).read_text()).get("native_calibration") or {})
+        return dict(json.loads(Path(name_or_path).read_text()).get("calibration") or {})
     except (json.JSONDecodeError, AttributeError, TypeError):
         return {}
 
 
-def native_factor(calibration: dict, operation: str, ranks: int, nbytes: float) -> float:
-    """Measured over predicted time of the library's ``operation`` on ``ranks`` ranks at
+def calibration_factor(
+    calibration: dict, operation: str, ranks: int, algorithm: str, nbytes: float
+) -> float:
+    """Measured over predicted time of ``algorithm`` for ``operation`` on ``ranks`` ranks at
     ``nbytes``: interpolated in log size between calibrated sizes, the end values beyond
     them, 1 where nothing was calibrated."""
-    points = calibration.get(operation, {}).get(str(ranks))
+    points = calibration.get(operation, {}).get(str(ranks), {}).get(algorithm)
     if not points:
         return 1.0
     sizes, ratios = zip(*sorted(points), strict=True)
