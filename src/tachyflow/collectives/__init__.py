@@ -286,46 +286,39 @@ def reduce(
     return _in_place("reduce", comm, values, op, root, algo, None, profile, explain, out)
 
 
-def allreduce(
-    comm,
-    values: np.ndarray,
-    op="sum",
-    algo: str = "auto",
-    segments: int | None = None,
-    profile=None,
-    explain: bool = False,
-    out: np.ndarray | None = None,
-):
-    """Combine ``values`` over all ranks; every rank gets the result (in ``out``)."""
-    return _in_place("allreduce", comm, values, op, 0, algo, segments, profile, explain, out)
+def _reduction_to_all(operation: str, summary: str):
+    """The public function of a reduction whose result every rank gets (but exscan's
+    rank 0)."""
+
+    def collective(
+        comm,
+        values: np.ndarray,
+        op="sum",
+        algo: str = "auto",
+        segments: int | None = None,
+        profile=None,
+        explain: bool = False,
+        out: np.ndarray | None = None,
+    ):
+        return _in_place(operation, comm, values, op, 0, algo, segments, profile, explain, out)
+
+    collective.__name__ = collective.__qualname__ = operation
+    collective.__doc__ = (
+        f"{summary}\n\n    ``values`` is left unchanged; ``op`` is sum, prod, min, max or a "
+        "commutative callable; ``segments`` is for the segmented algorithms. Collective."
+    )
+    return collective
 
 
-def scan(
-    comm,
-    values: np.ndarray,
-    op="sum",
-    algo: str = "auto",
-    segments: int | None = None,
-    profile=None,
-    explain: bool = False,
-    out: np.ndarray | None = None,
-):
-    """Inclusive prefix: rank i gets ``values`` of ranks 0 .. i combined (in ``out``)."""
-    return _in_place("scan", comm, values, op, 0, algo, segments, profile, explain, out)
-
-
-def exscan(
-    comm,
-    values: np.ndarray,
-    op="sum",
-    algo: str = "auto",
-    segments: int | None = None,
-    profile=None,
-    explain: bool = False,
-    out: np.ndarray | None = None,
-):
-    """Exclusive prefix: rank i > 0 gets ranks 0 .. i-1 combined; rank 0 gets ``None``."""
-    return _in_place("exscan", comm, values, op, 0, algo, segments, profile, explain, out)
+allreduce = _reduction_to_all(
+    "allreduce", "Combine ``values`` over all ranks; every rank gets the result (in ``out``)."
+)
+scan = _reduction_to_all(
+    "scan", "Inclusive prefix: rank i gets ``values`` of ranks 0 .. i combined (in ``out``)."
+)
+exscan = _reduction_to_all(
+    "exscan", "Exclusive prefix: rank i > 0 gets ranks 0 .. i-1 combined; rank 0 ``None``."
+)
 
 
 def gather(
