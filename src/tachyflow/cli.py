@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import traceback
+from pathlib import Path
 
 from tachyflow import __version__, runtime
 from tachyflow.errors import ConfigError, TachyflowError
@@ -63,6 +65,42 @@ def _algorithm_table():
     from tachyflow.collectives.algorithms import ALGORITHMS
 
     return ALGORITHMS
+
+
+def _positive_int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}"
+        )
+    return values
+
+
+def _add_solver_options(parser: argparse.ArgumentParser) -> None:
+    from tachyflow.collectives.algorithms import ALGORITHMS
+
+    parser.add_argument("--solver", choices=["cg", "bicgstab"], default="cg", help="Krylov method")
+    parser.add_argument(
+        "--tol", type=float, default=1e-8, help="relative residual tolerance (default 1e-8)"
+    )
+    parser.add_argument(
+        "--max-iterations", type=_positive_int, default=10000, help="iteration limit"
+    )
+    parser.add_argument(
+        "--halo",
+        choices=["p2p", "neighborhood"],
+        default="p2p",
+        help="halo exchange: persistent point-to-point (default) or a neighbourhood collective",
+    )
+    parser.add_argument(
+        "--reduction",
+        choices=["native", *ALGORITHMS["allreduce"]],
+        default="native",
+        help="allreduce algorithm of the dot products (default native)",
+    )
 
 
 def _add_ranks_option(parser: argparse.ArgumentParser) -> None:
@@ -261,6 +299,39 @@ def build_parser() -> argparse.ArgumentParser:
         handler=command_bench_collectives, orchestrator=orchestrate_collectives
     )
 
+    scaling = benchmarks.add_parser(
+        "unstructured",
+        help="seed 002's strong-scaling study of the unstructured pressure solver",
+        description="Solve -lap p = 1 on generated boxes of the given cell counts at each "
+        "rank count (one launch each): speedup, efficiency, communication share and memory "
+        "per rank beside seed 002's Table 2; with --petsc-grid, also the N^3 7-point "
+        "Laplacian against PETSc's KSPCG + PCJACOBI on the same matrix.",
+    )
+    scaling.add_argument(
+        "-n",
+        "--ranks",
+        type=_positive_int_list,
+        default=[1, 2, 3],
+        help="rank counts, comma-separated (default 1,2,3)",
+    )
+    scaling.add_argument(
+        "--cells",
+        type=_positive_int_list,
+        default=[53280, 144000, 288305, 1472000],
+        help="cells of each box (default seed 002's 53280,144000,288305,1472000)",
+    )
+    scaling.add_argument("--kind", choices=["hex", "tet"], default="hex", help="cell shape")
+    scaling.add_argument(
+        "--petsc-grid",
+        type=_positive_int,
+        default=64,
+        help="N of the N^3 Laplacian also solved by PETSc (default 64; 0: skip)",
+    )
+    _add_solver_options(scaling)
+    _add_repeats_option(scaling, 3)
+    _add_output_option(scaling)
+    scaling.set_defaults(handler=command_bench_unstructured, orchestrator=orchestrate_unstructured)
+
     step = benchmarks.add_parser(
         "step",
         help="time per step of the turbulent channel against a memory-traffic bound",
@@ -367,6 +438,31 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, help="profile JSON to write (default: update PROFILE)"
     )
     calibrate.set_defaults(handler=command_model_calibrate)
+
+    pressure = commands.add_parser(
+        "solve-pressure",
+        help="solve a pressure (Poisson) equation on an unstructured mesh",
+        description="Solve -lap p = SOURCE with p = 0 on the boundary (two-point flux finite "
+        "volumes) on MESH distributed by METIS, with Jacobi-preconditioned CG or BiCGSTAB; "
+        "write the solution and the partition as VTU and a summary (iterations, residual, "
+        "time per iteration and its split into products, halo, reductions and the rest).",
+    )
+    _add_ranks_option(pressure)
+    pressure.add_argument(
+        "mesh",
+        help="mesh file (Gmsh .msh, .vtu, ... via meshio), or box:CELLS / tet:CELLS for a "
+        "generated box of hexahedra or perturbed tetrahedra",
+    )
+    _add_solver_options(pressure)
+    pressure.add_argument(
+        "--partition", default="metis", help="metis (default) or a file with one part per cell"
+    )
+    pressure.add_argument("--source", type=float, default=1.0, help="right-hand side (default 1)")
+    pressure.add_argument(
+        "--shift", type=float, default=0.0, help="added to the diagonal (seed 002's form: 1)"
+    )
+    _add_output_option(pressure)
+    pressure.set_defaults(handler=command_solve_pressure)
 
     report = commands.add_parser(
         "report",
@@ -938,6 +1034,162 @@ def _print_fit(label: str, model, quality: dict) -> None:
     )
 
 
+def _load_mesh(text: str):
+    """A mesh from a file, or a generated box ``box:CELLS`` / ``tet:CELLS`` (rank 0)."""
+    from tachyflow.io.mesh import box_mesh, read_mesh
+
+    kind, _, count = text.partition(":")
+    if kind in ("box", "tet") and count:
+        try:
+            cells = int(count)
+        except ValueError:
+            raise ConfigError(f"{text!r}: the cell count must be an integer") from None
+        return box_mesh(cells, "hex" if kind == "box" else "tet")
+    return read_mesh(text)
+
+
+def command_solve_pressure(args) -> int:
+    """``tachyflow solve-pressure``."""
+    import numpy as np
+
+    from tachyflow.io.files import replacing
+    from tachyflow.solvers.unstructured import UnstructuredPressureSolver
+
+    comm = runtime.world()
+    mesh, problem = None, None
+    if comm.Get_rank() == 0:
+        try:
+            mesh = _load_mesh(args.mesh)
+        except (ConfigError, ValueError) as error:
+            problem = str(error)
+    problem = comm.bcast(problem, root=0)
+    if problem is not None:
+        raise ConfigError(problem)
+    solver = UnstructuredPressureSolver(
+        comm, mesh, source=args.source, boundary_value=0.0, partition=args.partition,
+        diagonal_shift=args.shift, halo=args.halo, reduction=args.reduction,
+    )  # fmt: skip
+    owned, summary = solver.solve(args.solver, rtol=args.tol, max_iterations=args.max_iterations)
+    solution = solver.gather(owned)
+    solver.free()
+    if comm.Get_rank() != 0:
+        return 0
+    folder = Path(args.output)
+    folder.mkdir(parents=True, exist_ok=True)
+    partition = solver.decomposition.partition.astype(np.int32)
+    output = mesh.to_meshio({"p": solution, "rank": partition})
+    with replacing(folder / "solution.vtu") as temporary:
+        output.write(temporary, file_format="vtu")
+    report = {
+        "mesh": args.mesh,
+        "cells": mesh.n_cells,
+        "ranks": comm.Get_size(),
+        "method": summary.method,
+        "iterations": summary.iterations,
+        "residual": summary.residual,
+        "seconds": summary.seconds,
+        "per_iteration": summary.per_iteration,
+        "timings": summary.timings,
+        "history": summary.history,
+    }
+    with replacing(folder / "summary.json") as temporary:
+        temporary.write_text(json.dumps(report, indent=2) + "\n")
+    console = runtime.make_console()
+    console.print(
+        f"{summary.method}: {summary.iterations} iterations, residual {summary.residual:.2e}, "
+        f"{summary.seconds * 1e3:.1f} ms ({summary.per_iteration * 1e3:.3f} ms per iteration) "
+        f"on {comm.Get_size()} rank(s), {mesh.n_cells} cells"
+    )
+    console.print(
+        "time split: "
+        + ", ".join(f"{k} {v / summary.seconds:.0%}" for k, v in summary.timings.items())
+    )
+    console.print(f"wrote {folder / 'solution.vtu'} and {folder / 'summary.json'}")
+    return 0
+
+
+def command_bench_unstructured(args) -> int:
+    """``tachyflow bench unstructured`` under a launcher: one rank count."""
+    from tachyflow.bench import unstructured
+    from tachyflow.bench.results import write_json
+
+    comm = runtime.world()
+    document = unstructured.run_unstructured_benchmark(
+        args.cells, args.kind, args.repeats, args.tol, args.solver, args.halo, args.reduction,
+        args.petsc_grid or None, comm,
+    )  # fmt: skip
+    if runtime.is_root():
+        write_json(
+            Path(args.output) / f"unstructured_{args.kind}_{comm.Get_size()}ranks.json", document
+        )
+    return 0
+
+
+def orchestrate_unstructured(args, arguments) -> int:
+    """One launch per rank count, PETSc on the Laplacian, then the merged study."""
+    import tempfile
+
+    from rich.table import Table
+
+    from tachyflow.bench import petsc_peer, unstructured
+    from tachyflow.bench.report import save
+    from tachyflow.bench.results import read_results
+
+    documents = []
+    with tempfile.TemporaryDirectory() as folder:
+        for ranks in args.ranks:
+            print(f"{ranks} rank(s) ...", flush=True)
+            code = runtime.relaunch(ranks, [*arguments, "--ranks", str(ranks), "-o", folder])
+            if code:
+                return code
+            path = Path(folder) / f"unstructured_{args.kind}_{ranks}ranks.json"
+            documents.append(read_results(path))
+        peers = []
+        if args.petsc_grid:
+            matrix, rhs = unstructured.laplacian_system(args.petsc_grid)
+            system = Path(folder) / "laplacian.npz"
+            petsc_peer.save_system(system, matrix, rhs)
+            for ranks in args.ranks:
+                try:
+                    peer = petsc_peer.run_petsc_peer(system, ranks, rtol=args.tol)
+                except (OSError, subprocess.CalledProcessError) as error:
+                    print(f"PETSc not measured at {ranks} rank(s): {error}")
+                    continue
+                peers.append({**peer, "name": peer.get("peer", "petsc"), "verified": True})
+    document = unstructured.merge(documents, peers)
+    json_path, png_path = save(document, args.output)
+    table = Table(title=f"Jacobi-CG, {args.kind} boxes (seed 002)")
+    for column in ("mesh", "ranks", "iterations", "time", "per iteration", "speedup",
+                   "comm share", "memory/rank", "seed (serial)"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "mesh" else "right")
+    for entry in document["results"]:
+        if not entry["verified"]:
+            table.add_row(entry["name"], "", "[red]did not converge[/red]")
+            continue
+        table.add_row(
+            entry["name"], str(entry["ranks"]), str(entry["iterations"]),
+            f"{entry['median'] * 1e3:.1f} ms", f"{entry['per_iteration'] * 1e3:.3f} ms",
+            f"{entry.get('speedup', float('nan')):.2f}x",
+            f"{entry['communication_share']:.0%}", f"{entry['memory_per_rank'] / 2**20:.0f} MiB",
+            f"{entry['seed_memory_mb']} MB" if "seed_memory_mb" in entry else "",
+        )  # fmt: skip
+    console = runtime.make_console()
+    console.print(table)
+    for peer in peers:
+        ours = next(
+            e for e in document["results"]
+            if e["name"] == unstructured.LAPLACIAN and e["ranks"] == peer["ranks"]
+        )  # fmt: skip
+        console.print(
+            f"{args.petsc_grid}^3 Laplacian on {peer['ranks']} rank(s): PETSc "
+            f"{peer['iterations']} iterations, {peer['per_iteration'] * 1e3:.3f} ms per "
+            f"iteration; tachyflow {ours['iterations']} iterations, "
+            f"{ours['per_iteration'] * 1e3:.3f} ms ({ours['speedup_vs_peer']:.2f}x PETSc's speed)"
+        )
+    console.print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
 def command_report(args) -> int:
     """``tachyflow report``."""
     from tachyflow.bench.report import write_report
@@ -959,7 +1211,7 @@ def main(argv: list[str] | None = None) -> int:
         return runtime.relaunch(ranks, arguments)
     try:
         size = runtime.world().Get_size()
-        if ranks is not None and ranks != size:
+        if ranks is not None and ranks not in (size, [size]):
             raise ConfigError(f"-n {ranks} was given but the launcher started {size} ranks")
         return args.handler(args)
     except Exception as error:

@@ -35,3 +35,25 @@ class SimulationDiverged(TachyflowError, RuntimeError):
         self.step = step
         self.time = time
         self.field = field
+
+
+class ConvergenceError(TachyflowError, RuntimeError):
+    """An iterative solver stopped before reaching its tolerance.
+
+    Parameters
+    ----------
+    message : str
+        Why it stopped (iteration limit, breakdown).
+    iterations : int
+        Iterations made.
+    residual : float
+        Relative residual norm reached, ``‖b - Ax‖ / ‖b‖``.
+    history : list of float
+        Relative residual after every iteration.
+    """
+
+    def __init__(self, message: str, *, iterations: int, residual: float, history=()):
+        super().__init__(f"{message} after {iterations} iterations (residual {residual:.3e})")
+        self.iterations = iterations
+        self.residual = residual
+        self.history = list(history)

@@ -7,7 +7,7 @@ import html
 import tempfile
 from pathlib import Path
 
-from tachyflow.bench import collectives, pingpong, poisson, step, transpose
+from tachyflow.bench import collectives, pingpong, poisson, step, transpose, unstructured
 from tachyflow.bench.plots import plot_samples
 from tachyflow.bench.results import read_results, write_json
 from tachyflow.errors import ConfigError
@@ -20,6 +20,7 @@ BENCHMARKS = {
     "step": step,
     "pingpong": pingpong,
     "collectives": collectives,
+    "unstructured": unstructured,
 }
 
 
