@@ -7,7 +7,7 @@ COLLECTIVES ?= bcast reduce allreduce scan gather alltoall
 # apt-get needs root; use sudo when not root.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test bench lint install install-bench clean
+.PHONY: demo test test-slow bench lint install install-bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# Checks too long for `make test` (and those needing peers such as PETSc).
+test-slow: install
+	$(BIN)/python -m pytest -m slow
 
 bench: install-bench
 	$(BIN)/tachyflow info

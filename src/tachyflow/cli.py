@@ -323,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     scaling.add_argument("--kind", choices=["hex", "tet"], default="hex", help="cell shape")
     scaling.add_argument(
         "--petsc-grid",
-        type=_positive_int,
+        type=_non_negative_int,
         default=64,
         help="N of the N^3 Laplacian also solved by PETSc (default 64; 0: skip)",
     )
@@ -1160,7 +1160,7 @@ def orchestrate_unstructured(args, arguments) -> int:
     json_path, png_path = save(document, args.output)
     table = Table(title=f"Jacobi-CG, {args.kind} boxes (seed 002)")
     for column in ("mesh", "ranks", "iterations", "time", "per iteration", "speedup",
-                   "comm share", "memory/rank", "seed (serial)"):  # fmt: skip
+                   "comm share", "arrays/rank", "seed (serial)"):  # fmt: skip
         table.add_column(column, justify="left" if column == "mesh" else "right")
     for entry in document["results"]:
         if not entry["verified"]:
@@ -1170,7 +1170,8 @@ def orchestrate_unstructured(args, arguments) -> int:
             entry["name"], str(entry["ranks"]), str(entry["iterations"]),
             f"{entry['median'] * 1e3:.1f} ms", f"{entry['per_iteration'] * 1e3:.3f} ms",
             f"{entry.get('speedup', float('nan')):.2f}x",
-            f"{entry['communication_share']:.0%}", f"{entry['memory_per_rank'] / 2**20:.0f} MiB",
+            f"{entry['communication_share']:.0%}",
+            f"{entry['solver_arrays_per_rank'] / 2**20:.1f} MiB",
             f"{entry['seed_memory_mb']} MB" if "seed_memory_mb" in entry else "",
         )  # fmt: skip
     console = runtime.make_console()

@@ -377,3 +377,37 @@ def test_bench_collectives_adds_mpich_forced_algorithms_checked_against_the_exac
     assert all(e["verified"] and e["median"] > 0 for e in forced)
     pairwise = [e for e in forced if e["name"] == "mpich:pairwise"]
     assert all(e["modelled_as"] == "pairwise" and e["predicted"] > 0 for e in pairwise)
+
+
+def test_solve_pressure_writes_the_solution_and_a_summary(tmp_path):
+    import meshio
+    import numpy as np
+
+    result = tachyflow("solve-pressure", "tet:1500", "-n", "2", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["cells"] == 1500 and summary["ranks"] == 2 and summary["residual"] < 1e-8
+    assert set(summary["timings"]) == {"matvec", "halo", "reductions", "other"}
+    written = meshio.read(tmp_path / "solution.vtu")
+    pressure = np.concatenate(written.cell_data["p"])
+    assert pressure.size == 1500 and pressure.min() > 0  # -lap p = 1, p = 0 on the walls
+    assert set(np.concatenate(written.cell_data["rank"]).tolist()) == {0, 1}
+    missing = tachyflow("solve-pressure", str(tmp_path / "nothing.msh"), "-n", "2")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    odd = tachyflow("solve-pressure", "tet:1001")
+    assert odd.returncode == 2 and "nearest counts" in odd.stderr
+
+
+def test_bench_unstructured_measures_every_rank_count(tmp_path):
+    result = tachyflow(
+        "bench", "unstructured", "--cells", "1000,2197", "--ranks", "1,2", "--repeats", "1",
+        "--petsc-grid", "0", "-o", str(tmp_path), timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "unstructured_hex.json").read_text())
+    entries = {(e["name"], e["ranks"]): e for e in document["results"]}
+    assert set(entries) == {(f"box-hex-{c}", r) for c in (1000, 2197) for r in (1, 2)}
+    for (name, _), entry in entries.items():
+        assert entry["iterations"] == entries[(name, 1)]["iterations"]  # rank independent
+        assert entry["speedup"] > 0 and 0 <= entry["communication_share"] <= 1
+    assert (tmp_path / "unstructured_hex.png").is_file()

@@ -4,7 +4,8 @@ Under one launch (one rank count) :func:`run_unstructured_benchmark` builds each
 of the requested cell counts on rank 0, distributes it with METIS, and times repeated
 Jacobi-CG solves of ``-∇²p = 1`` with ``p = 0`` on the walls: time per solve and per
 iteration, iterations, the split into local products, halo exchange, reductions and the
-rest, and memory per rank (the process's peak resident size, and the solver's arrays).
+rest, and memory per rank (the solver's matrix and vectors, and the process's peak
+resident size, which includes the whole mesh on rank 0 and Python itself).
 The command line runs one launch per rank count, then merges them
 (:func:`merge`): speedup and efficiency against one rank, communication share, and the
 memory column of seed 002's Table 2 beside ours. With ``--petsc-grid N`` every launch
@@ -180,13 +181,14 @@ def plot(document: dict, path):
         if all("speedup" in e for e in entries):
             speed.plot(x, [e["speedup"] for e in entries], marker="o", label=name)
         share.plot(x, [100 * e["communication_share"] for e in entries], marker="o", label=name)
-        memory.plot(x, [e["memory_per_rank"] / 2**20 for e in entries], marker="o", label=name)
+        arrays = [e["solver_arrays_per_rank"] / 2**20 for e in entries]
+        memory.plot(x, arrays, marker="o", label=name)
         if "seed_memory_mb" in entries[0]:
             memory.axhline(entries[0]["seed_memory_mb"], linestyle=":", color="grey")
     speed.plot(ranks, ranks, linestyle="--", color="grey", label="ideal")
     speed.set_ylabel("speedup over 1 rank")
     share.set_ylabel("halo + reductions [% of solve]")
-    memory.set_ylabel("peak memory per rank [MiB] (dotted: seed 002, serial)")
+    memory.set_ylabel("solver arrays per rank [MiB] (dotted: seed 002, serial)")
     for axis in (speed, share, memory):
         axis.set_xlabel("ranks")
         axis.grid(alpha=0.3)
