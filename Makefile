@@ -21,9 +21,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 # mpi4py-fft, the peer of the transpose benchmark, compiles against FFTW.
+# PETSc (Debian's petsc4py on Open MPI), the peer of the unstructured solver, runs as a
+# separate process with the system Python.
 $(VENV)/.installed-bench: $(VENV)/.installed
-	dpkg -s libfftw3-dev >/dev/null 2>&1 || \
-	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libfftw3-dev)
+	dpkg -s libfftw3-dev python3-petsc4py openmpi-bin >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    libfftw3-dev python3-petsc4py python3-numpy openmpi-bin)
 	$(BIN)/python -m pip install --quiet -e ".[mpich,test,bench]"
 	touch $@
 
@@ -66,6 +69,7 @@ bench: install-bench
 	  $(BIN)/tachyflow bench collectives --op $$op -n $$ranks \
 	    --profile bench-results/machine.profile.json -o bench-results || exit 1; \
 	done; done
+	$(BIN)/tachyflow bench unstructured -o bench-results
 	$(BIN)/tachyflow report bench-results
 
 lint: install

@@ -1160,7 +1160,7 @@ def orchestrate_unstructured(args, arguments) -> int:
     json_path, png_path = save(document, args.output)
     table = Table(title=f"Jacobi-CG, {args.kind} boxes (seed 002)")
     for column in ("mesh", "ranks", "iterations", "time", "per iteration", "speedup",
-                   "comm share", "arrays/rank", "seed (serial)"):  # fmt: skip
+                   "efficiency", "comm share", "arrays/rank", "seed (serial)"):  # fmt: skip
         table.add_column(column, justify="left" if column == "mesh" else "right")
     for entry in document["results"]:
         if not entry["verified"]:
@@ -1170,6 +1170,7 @@ def orchestrate_unstructured(args, arguments) -> int:
             entry["name"], str(entry["ranks"]), str(entry["iterations"]),
             f"{entry['median'] * 1e3:.1f} ms", f"{entry['per_iteration'] * 1e3:.3f} ms",
             f"{entry.get('speedup', float('nan')):.2f}x",
+            f"{entry.get('efficiency', float('nan')):.0%}",
             f"{entry['communication_share']:.0%}",
             f"{entry['solver_arrays_per_rank'] / 2**20:.1f} MiB",
             f"{entry['seed_memory_mb']} MB" if "seed_memory_mb" in entry else "",
