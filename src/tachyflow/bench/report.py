@@ -7,7 +7,15 @@ import html
 import tempfile
 from pathlib import Path
 
-from tachyflow.bench import collectives, pingpong, poisson, step, transpose, unstructured
+from tachyflow.bench import (
+    collectives,
+    npb,
+    pingpong,
+    poisson,
+    step,
+    transpose,
+    unstructured,
+)
 from tachyflow.bench.plots import plot_samples
 from tachyflow.bench.results import read_results, write_json
 from tachyflow.errors import ConfigError
@@ -21,6 +29,7 @@ BENCHMARKS = {
     "pingpong": pingpong,
     "collectives": collectives,
     "unstructured": unstructured,
+    "npb": npb,
 }
 
 
