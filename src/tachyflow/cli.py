@@ -299,6 +299,43 @@ def build_parser() -> argparse.ArgumentParser:
         handler=command_bench_collectives, orchestrator=orchestrate_collectives
     )
 
+    nas = benchmarks.add_parser(
+        "npb",
+        help="a NAS Parallel Benchmark kernel, verified against NPB's official values",
+        description="Run one NPB 3.4.2 kernel (CG, MG, FT, IS, EP) at a problem class; print "
+        "NPB's summary (Mop/s only for a verified run) and write the results JSON. Exit "
+        "code 1 when the verification fails.",
+    )
+    _add_ranks_option(nas)
+    nas.add_argument("--kernel", required=True, choices=["cg", "mg", "ft", "is", "ep"])
+    nas.add_argument(
+        "--class", dest="problem_class", default="S", help="problem class: S, W, A, B (default S)"
+    )
+    _add_output_option(nas)
+    nas.set_defaults(handler=command_bench_npb)
+
+    suite = benchmarks.add_parser(
+        "suite",
+        help="characterise a cluster in one job: network, collectives, NPB, solvers, report",
+        description="Run, one after another: ping-pong and the model fit; the collectives "
+        "sweep for bcast, allreduce and alltoall; the transpose benchmark; every NPB kernel "
+        "at --class; strong-scaling series of the flow solver time step and of the "
+        "unstructured pressure solver over --ranks; then `tachyflow report` builds one HTML "
+        "page from the results. --quick keeps every stage small (a few minutes on 2 cores). "
+        "A stage that fails is reported and the suite goes on.",
+    )
+    suite.add_argument(
+        "-n",
+        "--ranks",
+        type=_positive_int_list,
+        default=[1, 2],
+        help="rank counts of the scaling series; the largest runs the other stages (default 1,2)",
+    )
+    suite.add_argument("--class", dest="problem_class", default="A", help="NPB class (default A)")
+    suite.add_argument("--quick", action="store_true", help="small sizes everywhere, class S")
+    _add_output_option(suite)
+    suite.set_defaults(handler=command_bench_suite_under_launcher, orchestrator=orchestrate_suite)
+
     scaling = benchmarks.add_parser(
         "unstructured",
         help="seed 002's strong-scaling study of the unstructured pressure solver",
@@ -1106,6 +1143,105 @@ def command_solve_pressure(args) -> int:
     )
     console.print(f"wrote {folder / 'solution.vtu'} and {folder / 'summary.json'}")
     return 0
+
+
+def suite_stages(ranks: list[int], problem_class: str, quick: bool, output: str):
+    """The commands of ``tachyflow bench suite``, in order: (label, arguments)."""
+    most = str(max(ranks))
+    out = ["-o", output]
+    if quick:
+        ping = ["--max-size", "1MiB", "--repeats", "2", "--no-peer"]
+        sweep = ["--sizes", "8B:64KiB:8", "--repeats", "3", "--no-mpich-algorithms"]
+        grid, cells, npb_class, repeats = ["32", "32", "32"], "20000", "S", "3"
+    else:
+        ping, sweep = [], []
+        grid, cells, npb_class, repeats = (
+            ["128", "128", "128"],
+            "144000,288305",
+            problem_class,
+            "10",
+        )
+    profile = str(Path(output) / "machine.profile.json")
+    stages = [
+        ("ping-pong", ["bench", "pingpong", "-n", most, *ping, *out]),
+        ("model fit", ["model", "fit", str(Path(output) / f"pingpong_{most}ranks.json"),
+                       "-o", profile]),
+    ]  # fmt: skip
+    stages += [
+        (f"{op} sweep", ["bench", "collectives", "--op", op, "-n", most, *sweep,
+                         "--profile", profile, *out])
+        for op in ("bcast", "allreduce", "alltoall")
+    ]  # fmt: skip
+    stages.append(
+        ("transpose", ["bench", "transpose", "-n", most, "--grid", *grid, "--repeats", repeats,
+                       *out])
+    )  # fmt: skip
+    stages += [
+        (f"NPB {kernel.upper()}", ["bench", "npb", "--kernel", kernel, "--class", npb_class,
+                                   "-n", most, *out])
+        for kernel in ("cg", "mg", "ft", "is", "ep")
+    ]  # fmt: skip
+    stages += [
+        (f"flow step, {r} rank(s)", ["bench", "step", "-n", str(r), "--grid", *grid,
+                                     "--repeats", "3", "--no-peer", *out])
+        for r in ranks
+    ]  # fmt: skip
+    stages.append(
+        ("unstructured scaling", ["bench", "unstructured", "--cells", cells, "--ranks",
+                                  ",".join(map(str, ranks)), "--petsc-grid", "0", *out])
+    )  # fmt: skip
+    return stages
+
+
+def command_bench_suite_under_launcher(args) -> int:
+    """The suite starts its own jobs: refuse to run inside one."""
+    raise ConfigError(
+        "`tachyflow bench suite` launches a job per stage: run it outside mpiexec/srun (on a "
+        "cluster, inside an allocation, from the batch script itself)"
+    )
+
+
+def orchestrate_suite(args, arguments) -> int:
+    """``tachyflow bench suite``: every stage as its own command, then the report."""
+    import time
+
+    from tachyflow.bench.report import write_report
+
+    failed = []
+    started = time.perf_counter()
+    for label, command in suite_stages(args.ranks, args.problem_class.upper(), args.quick,
+                                       args.output):  # fmt: skip
+        print(f"== {label}: tachyflow {' '.join(command)}", flush=True)
+        code = subprocess.call([sys.executable, "-m", "tachyflow", *command])
+        if code:
+            failed.append(f"{label} (exit {code})")
+    page = write_report(args.output)
+    minutes = (time.perf_counter() - started) / 60
+    print(f"suite finished in {minutes:.1f} min; report: {page}")
+    for line in failed:
+        print(f"stage failed: {line}")
+    return EXIT_FAILURE if failed else 0
+
+
+def command_bench_npb(args) -> int:
+    """``tachyflow bench npb``."""
+    from tachyflow.bench import npb
+    from tachyflow.bench.npb.common import report
+    from tachyflow.bench.report import save
+
+    try:
+        document, result = npb.run_npb_benchmark(
+            args.kernel, args.problem_class.upper(), runtime.world()
+        )
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if not runtime.is_root():
+        return 0
+    json_path, _ = save(document, args.output)
+    console = runtime.make_console()
+    console.print(report(result), highlight=False)
+    console.print(f"wrote {json_path}")
+    return 0 if result.verified else EXIT_FAILURE
 
 
 def command_bench_unstructured(args) -> int:

@@ -411,3 +411,25 @@ def test_bench_unstructured_measures_every_rank_count(tmp_path):
         assert entry["iterations"] == entries[(name, 1)]["iterations"]  # rank independent
         assert entry["speedup"] > 0 and 0 <= entry["communication_share"] <= 1
     assert (tmp_path / "unstructured_hex.png").is_file()
+
+
+def test_bench_npb_refuses_unknown_classes_and_kernels():
+    unknown = tachyflow("bench", "npb", "--kernel", "ep", "--class", "Z")
+    assert unknown.returncode == 2 and "class must be one of" in unknown.stderr
+    kernel = tachyflow("bench", "npb", "--kernel", "bt")
+    assert kernel.returncode == 2 and "invalid choice" in kernel.stderr
+
+
+def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
+    import base64
+    import re
+
+    result = tachyflow("bench", "suite", "--quick", "-o", str(tmp_path), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
+    assert len(images) >= 10  # every stage's plot is in the page
+    assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured"):
+        assert name in page, name
