@@ -311,8 +311,19 @@ def build_parser() -> argparse.ArgumentParser:
     nas.add_argument(
         "--class", dest="problem_class", default="S", help="problem class: S, W, A, B (default S)"
     )
+    nas.add_argument(
+        "--npb-bin",
+        default=None,
+        help="folder of NPB's own MPI programs (bin/cg.A.2, ...): run the same kernel, class "
+        "and rank count after ours and report the ratio",
+    )
+    nas.add_argument(
+        "--npb-mpiexec",
+        default="mpiexec.mpich",
+        help="launcher of NPB's programs (default mpiexec.mpich, Debian's MPICH)",
+    )
     _add_output_option(nas)
-    nas.set_defaults(handler=command_bench_npb)
+    nas.set_defaults(handler=command_bench_npb, orchestrator=orchestrate_npb)
 
     suite = benchmarks.add_parser(
         "suite",
@@ -1221,6 +1232,38 @@ def orchestrate_suite(args, arguments) -> int:
     for line in failed:
         print(f"stage failed: {line}")
     return EXIT_FAILURE if failed else 0
+
+
+def orchestrate_npb(args, arguments) -> int:
+    """``tachyflow bench npb -n N``: ours under mpiexec, then NPB's program if given."""
+    from tachyflow.bench import npb
+    from tachyflow.bench.report import save
+    from tachyflow.bench.results import read_results
+
+    code = runtime.relaunch(args.ranks, arguments)
+    if code or args.npb_bin is None:
+        return code
+    problem_class = args.problem_class.upper()
+    path = Path(args.output) / f"npb_{args.kernel}_{problem_class}_{args.ranks}ranks.json"
+    document = read_results(path)
+    try:
+        peer = npb.run_npb_peer(
+            args.npb_bin, args.kernel, problem_class, args.ranks, args.npb_mpiexec
+        )
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        raise ConfigError(f"NPB's program not measured: {error}") from None
+    document["peers"].append(peer)
+    ours = document["results"][0]
+    if ours["verified"] and peer["verified"]:
+        ours["speedup_vs_peer"] = ours["mops_total"] / peer["mops_total"]
+    save(document, args.output)
+    print(
+        f"NPB {peer['version']} {peer['name']}: {peer['mops_total']:.2f} Mop/s "
+        f"({'verified' if peer['verified'] else 'UNVERIFIED'}); tachyflow "
+        + (f"{ours['mops_total']:.2f} Mop/s = {ours['speedup_vs_peer']:.2f}x NPB's"
+           if "speedup_vs_peer" in ours else "not comparable (a run failed verification)")
+    )  # fmt: skip
+    return 0
 
 
 def command_bench_npb(args) -> int:

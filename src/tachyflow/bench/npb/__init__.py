@@ -46,6 +46,46 @@ def run_npb_benchmark(kernel: str, problem_class: str, comm=None):
     return document, result
 
 
+def run_npb_peer(binaries, kernel: str, problem_class: str, ranks: int, mpiexec: str) -> dict:
+    """Run NPB's own program for the same kernel, class and rank count (built outside the
+    repository, NPB's ``bin/<kernel>.<class>.<ranks>`` naming) and read its summary."""
+    import re
+    import subprocess
+
+    program = Path(binaries) / f"{kernel}.{problem_class}.{ranks}"
+    if not program.is_file():
+        raise FileNotFoundError(
+            f"no NPB program {program}: build it with `make {kernel} CLASS={problem_class} "
+            f"NPROCS={ranks}` in NPB's MPI directory (docs/benchmarks.md)"
+        )
+    completed = subprocess.run(
+        [mpiexec, "-n", str(ranks), str(program)], capture_output=True, text=True, timeout=1800
+    )
+    text = completed.stdout
+    fields = {
+        key: re.search(rf"{label}\s*=\s*(\S+)", text)
+        for key, label in (
+            ("mops_total", "Mop/s total"),
+            ("seconds", "Time in seconds"),
+            ("verification", "Verification"),
+        )
+    }
+    if completed.returncode or not all(fields.values()):
+        raise RuntimeError(f"{program} failed (exit {completed.returncode}): {text[-500:]}")
+    verified = fields["verification"].group(1) == "SUCCESSFUL"
+    return {
+        "name": f"NPB-{kernel.upper()}.{problem_class}",
+        "verified": verified,
+        "ranks": ranks,
+        "median": float(fields["seconds"].group(1)),
+        "mops_total": float(fields["mops_total"].group(1)),
+        "program": str(program),
+        "version": re.search(r"NAS Parallel Benchmarks ([\d.]+)", text).group(1)
+        if "NAS Parallel Benchmarks" in text
+        else "unknown",
+    }
+
+
 def stem(document: dict) -> str:
     """File name stem: ``npb_cg_A_2ranks``."""
     params = document["params"]
