@@ -1226,6 +1226,16 @@ def orchestrate_suite(args, arguments) -> int:
         code = subprocess.call([sys.executable, "-m", "tachyflow", *command])
         if code:
             failed.append(f"{label} (exit {code})")
+    steps = sorted(Path(args.output).glob("step_*.json"))
+    if len(steps) > 1:  # the flow solver's series, as one strong-scaling result
+        from tachyflow.bench import scaling
+        from tachyflow.bench.report import save
+        from tachyflow.bench.results import read_results
+
+        try:
+            save(scaling.merge([read_results(path) for path in steps]), args.output)
+        except ValueError as error:
+            failed.append(f"flow solver scaling ({error})")
     page = write_report(args.output)
     minutes = (time.perf_counter() - started) / 60
     print(f"suite finished in {minutes:.1f} min; report: {page}")

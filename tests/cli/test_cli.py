@@ -431,5 +431,5 @@ def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
     assert len(images) >= 10  # every stage's plot is in the page
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
-    for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured"):
+    for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured", "scaling"):
         assert name in page, name

@@ -74,3 +74,24 @@ def test_report_needs_results(tmp_path):
         write_report(tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
         write_report(tmp_path / "missing")
+
+
+def test_step_runs_merge_into_a_strong_scaling_result(tmp_path):
+    from tachyflow.bench import scaling
+
+    def step(ranks, seconds, shape=(32, 32, 32)):
+        return {
+            "benchmark": "step",
+            "mpi": {"ranks": ranks},
+            "params": {"global_shape": list(shape), "proc_grid": [ranks, 1]},
+            "results": [{"name": "tachyflow-step", "verified": True, "median": seconds}],
+            "peers": [],
+        }
+
+    merged = scaling.merge([step(2, 0.6), step(1, 1.0), step(4, 0.5)])
+    assert [e["ranks"] for e in merged["results"]] == [1, 2, 4]
+    assert [round(e["speedup"], 6) for e in merged["results"]] == [1.0, round(1 / 0.6, 6), 2.0]
+    assert merged["results"][2]["efficiency"] == pytest.approx(0.5)
+    assert scaling.plot(merged, tmp_path / "scaling.png").stat().st_size > 0
+    with pytest.raises(ValueError, match="one grid"):
+        scaling.merge([step(1, 1.0), step(2, 0.5, (64, 64, 64))])

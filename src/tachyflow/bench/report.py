@@ -12,6 +12,7 @@ from tachyflow.bench import (
     npb,
     pingpong,
     poisson,
+    scaling,
     step,
     transpose,
     unstructured,
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "collectives": collectives,
     "unstructured": unstructured,
     "npb": npb,
+    "scaling": scaling,
 }
 
 
