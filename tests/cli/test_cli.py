@@ -299,7 +299,7 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
         "-n",
         "2",
         "--max-size",
-        "4KiB",
+        "256KiB",  # enough sizes above the noise for a positive beta on a busy machine
         "--repeats",
         "2",
         "-o",
@@ -311,7 +311,7 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
     peers = {e["name"] for e in document["peers"]}
     assert peers == {"c-pingpong", "mpi4py.bench"}, document.get("peers_missing")
     assert "small_message_overhead_vs_c-pingpong" in document["summary"]
-    assert 1 <= document["summary"]["half_bandwidth_size"] <= 4096
+    assert 1 <= document["summary"]["half_bandwidth_size"] <= 262144
     assert (tmp_path / "pingpong_2ranks.png").stat().st_size > 1000
     fit = tachyflow(
         "model", "fit", str(tmp_path / "pingpong_2ranks.json"), "-o", str(tmp_path / "here.json")
@@ -319,8 +319,8 @@ def test_bench_pingpong_measures_the_peers_and_fits_a_profile(tmp_path):
     assert fit.returncode == 0, fit.stderr
     profile = json.loads((tmp_path / "here.json").read_text())["model"]
     assert 0 < profile["alpha"] < 1e-3
-    assert [r["size"] for r in document["prtt"]] == [1, 4, 16, 64, 256, 1024, 4096]
-    # Up to 4 KiB the per-byte cost G is within the noise of a loaded machine, so the
+    assert [r["size"] for r in document["prtt"]] == [4**k for k in range(10)]
+    # On a loaded machine the per-byte cost G of small messages can drown in noise, so the
     # LogGP fit may be refused (a negative G); either way it must say so.
     assert "LogGP: L = " in fit.stdout or "LogGP not fitted: " in fit.stdout
 
