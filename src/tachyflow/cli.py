@@ -392,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     model = commands.add_parser(
         "model",
-        help="communication cost models: predict, simulate, fit",
+        help="communication cost models: predict, simulate, fit, calibrate",
         description="Hockney and LogGP cost models of collective algorithms: closed-form "
         "predictions, the schedule simulator, and fits of ping-pong measurements into machine "
         "profiles.",
