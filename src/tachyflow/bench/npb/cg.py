@@ -292,7 +292,10 @@ class _PowerIteration:
         self.counts = np.diff(bounds)
         self.displacements = np.array(bounds[:-1])
         self.shift = problem.shift
-        self.rowstr, self.colidx, self.values = make_matrix(problem, self.lo, self.hi)
+        self.rowstr, colidx, self.values = make_matrix(problem, self.lo, self.hi)
+        # Unsigned column indices spare numba's check for negative (from-the-end) indices
+        # in the product's inner loop.
+        self.colidx = colidx.view(np.uint32)
         rows = self.hi - self.lo
         self.x = np.ones(rows)
         self.r = np.empty(rows)
