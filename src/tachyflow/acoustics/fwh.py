@@ -1,0 +1,263 @@
+"""Ffowcs Williams–Hawkings acoustic analogy on panelled surfaces (Farassat formulation 1A).
+
+The surface is a set of panels (centre, outward unit normal, area) that may move and
+deform; flow data are sampled at the panel centres at every source time step. For an
+impermeable surface only the surface velocity and the pressure are used (``u = v_s``); a
+permeable surface also takes the fluid density and velocity:
+
+``U = (1 - rho / rho0) v_s + rho u / rho0`` and
+``L = (p - p0) n + rho u (u_n - v_n)``.
+
+The kernels in :mod:`tachyflow.numerics.fwh_kernels` integrate the retarded integrands
+source-time-dominantly onto a uniform observer-time grid. In a parallel run every rank
+holds its own panels; passing ``comm`` sums the signals over the ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tachyflow.numerics.fwh_kernels import accumulate_retarded, source_derivative
+
+# An observer closer than this fraction of a panel's width to the panel centre is on the
+# surface: the one-point panel quadrature of the 1/r and 1/r^2 integrands is meaningless.
+_ON_SURFACE_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class FWHSignals:
+    """Acoustic pressure at the observers on the observer-time grid.
+
+    Attributes
+    ----------
+    times : numpy.ndarray
+        Observer times, shape ``(nq,)``.
+    thickness : numpy.ndarray
+        Thickness (monopole) part ``p'_T``, shape ``(m, nq)``.
+    loading : numpy.ndarray
+        Loading (dipole) part ``p'_L``, shape ``(m, nq)``.
+    """
+
+    times: np.ndarray
+    thickness: np.ndarray
+    loading: np.ndarray
+
+    @property
+    def pressure(self) -> np.ndarray:
+        """Total acoustic pressure ``p' = p'_T + p'_L``, shape ``(m, nq)``."""
+        return self.thickness + self.loading
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def _array(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    array = np.ascontiguousarray(value, dtype=np.float64)
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite, got non-finite entries")
+    return array
+
+
+class FWHSolver:
+    """Far-field pressure from panel data by Farassat's formulation 1A.
+
+    Parameters
+    ----------
+    observers : array_like
+        Observer positions, shape ``(m, 3)``; anywhere off the surface.
+    observer_times : array_like
+        Uniform, increasing observer times at which the signals are wanted, shape
+        ``(nq,)`` with ``nq >= 2``. Samples that no source step reaches stay zero.
+    c0 : float, optional
+        Ambient speed of sound (positive).
+    rho0 : float, optional
+        Ambient density (positive).
+    p0 : float, optional
+        Ambient pressure, subtracted from the surface pressure.
+    permeable : bool, optional
+        Whether the surface is permeable (needs density and velocity data) or a solid
+        wall (the fluid moves with it).
+    comm : mpi4py.MPI.Comm, optional
+        When given, :meth:`solve` sums the ranks' signals (each rank its own panels).
+
+    Raises
+    ------
+    ValueError
+        If a parameter has the wrong shape or value.
+    TypeError
+        If ``permeable`` is not a bool.
+    """
+
+    def __init__(
+        self,
+        observers,
+        observer_times,
+        *,
+        c0: float = 340.0,
+        rho0: float = 1.225,
+        p0: float = 0.0,
+        permeable: bool = False,
+        comm=None,
+    ):
+        observers = np.ascontiguousarray(observers, dtype=np.float64)
+        if observers.ndim != 2 or observers.shape[1] != 3 or observers.shape[0] == 0:
+            raise ValueError(
+                f"observers must have shape (m, 3) with m >= 1, got {observers.shape}"
+            )
+        self.observers = _array("observers", observers, observers.shape)
+        times = np.asarray(observer_times, dtype=np.float64)
+        if times.ndim != 1 or times.size < 2 or not np.all(np.isfinite(times)):
+            raise ValueError(
+                f"observer_times must be a finite 1D array of at least 2 times, got shape "
+                f"{times.shape}"
+            )
+        step = (times[-1] - times[0]) / (times.size - 1)
+        if step <= 0.0 or not np.allclose(np.diff(times), step, rtol=1e-9, atol=0.0):
+            raise ValueError("observer_times must be uniformly spaced and increasing")
+        self.observer_times = times
+        self.c0 = _positive("c0", c0)
+        self.rho0 = _positive("rho0", rho0)
+        self.p0 = float(p0)
+        if not isinstance(permeable, bool):
+            raise TypeError(f"permeable must be a bool, got {type(permeable).__name__}")
+        self.permeable = permeable
+        self.comm = comm
+
+    def solve(
+        self,
+        times,
+        positions,
+        normals,
+        areas,
+        surface_velocity,
+        pressure,
+        density=None,
+        velocity=None,
+    ) -> FWHSignals:
+        """Integrate the surface data of all source times.
+
+        Parameters
+        ----------
+        times : array_like
+            Strictly increasing source times, shape ``(nt,)`` with ``nt >= 3``.
+        positions : array_like
+            Panel centres, shape ``(nt, np, 3)``.
+        normals : array_like
+            Outward unit normals (into the fluid being radiated to), shape ``(nt, np, 3)``.
+        areas : array_like
+            Panel areas, shape ``(np,)`` (positive).
+        surface_velocity : array_like
+            Panel velocity ``v_s``, shape ``(nt, np, 3)``; ``|v_s| < c0``.
+        pressure : array_like
+            Pressure at the panels, shape ``(nt, np)``.
+        density, velocity : array_like, optional
+            Fluid density ``(nt, np)`` and velocity ``(nt, np, 3)`` at the panels; required
+            for a permeable surface and not accepted for an impermeable one.
+
+        Returns
+        -------
+        FWHSignals
+            Thickness and loading pressure at the observers (summed over ranks when the
+            solver has a communicator).
+
+        Raises
+        ------
+        ValueError
+            On mismatched shapes, non-increasing times, non-unit normals, supersonic panels
+            or an observer on the surface.
+        """
+        times = np.asarray(times, dtype=np.float64)
+        if times.ndim != 1 or times.size < 3:
+            raise ValueError(f"times must be 1D with at least 3 steps, got shape {times.shape}")
+        if not np.all(np.diff(times) > 0.0):
+            raise ValueError("times must be strictly increasing")
+        areas = np.asarray(areas, dtype=np.float64)
+        if areas.ndim != 1:
+            raise ValueError(f"areas must have shape (np,), got {areas.shape}")
+        nt, npanel = times.size, areas.size
+        areas = _array("areas", areas, (npanel,))
+        if np.any(areas <= 0.0):
+            raise ValueError(f"areas must be positive, got minimum {areas.min()!r}")
+        vec, scal = (nt, npanel, 3), (nt, npanel)
+        positions = _array("positions", positions, vec)
+        normals = _array("normals", normals, vec)
+        norm_error = np.abs(np.linalg.norm(normals, axis=-1) - 1.0).max(initial=0.0)
+        if norm_error > 1e-6:
+            raise ValueError(f"normals must be unit vectors, got |n| off by {norm_error:.3g}")
+        surface_velocity = _array("surface_velocity", surface_velocity, vec)
+        mach = surface_velocity / self.c0
+        peak = np.linalg.norm(mach, axis=-1).max(initial=0.0)
+        if peak >= 1.0:
+            raise ValueError(f"panel Mach number must be below 1, got {peak:.3g}")
+        gauge = _array("pressure", pressure, scal) - self.p0
+
+        if self.permeable:
+            if density is None or velocity is None:
+                raise ValueError("a permeable surface needs density and velocity data")
+            density = _array("density", density, scal)
+            velocity = _array("velocity", velocity, vec)
+            ratio = (density / self.rho0)[..., None]
+            flux = (1.0 - ratio) * surface_velocity + ratio * velocity
+            relative = np.einsum("tpi,tpi->tp", velocity - surface_velocity, normals)
+            load = gauge[..., None] * normals + (density * relative)[..., None] * velocity
+        else:
+            if density is not None or velocity is not None:
+                raise ValueError(
+                    "density and velocity are only used on a permeable surface; the fluid "
+                    "moves with an impermeable one"
+                )
+            flux = surface_velocity
+            load = gauge[..., None] * normals
+        # d(U.n)/dtau is U̇_n + U_ṅ: differencing U_n itself includes the normal's turning.
+        normal_flux = np.einsum("tpi,tpi->tp", flux, normals)
+
+        m, nq = self.observers.shape[0], self.observer_times.size
+        thickness = np.zeros((m, nq))
+        loading = np.zeros((m, nq))
+        bad = np.full(3, -1, dtype=np.int64)
+        accumulate_retarded(
+            times,
+            positions,
+            areas,
+            normal_flux,
+            source_derivative(normal_flux, times),
+            load,
+            source_derivative(load, times),
+            mach,
+            source_derivative(mach, times),
+            self.observers,
+            self.c0,
+            self.rho0,
+            _ON_SURFACE_FRACTION * np.sqrt(areas),
+            self.observer_times[0],
+            (self.observer_times[-1] - self.observer_times[0]) / (nq - 1),
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m), dtype=np.bool_),
+            thickness,
+            loading,
+            bad,
+        )
+        if bad[0] >= 0:
+            k, i, j = (int(b) for b in bad)
+            raise ValueError(
+                f"observer {j} at {self.observers[j].tolist()} is on the surface: within half "
+                f"a panel width of panel {i} at {positions[k, i].tolist()} (time {times[k]!r})"
+            )
+        if self.comm is not None:
+            thickness, loading = self._sum_over_ranks(thickness), self._sum_over_ranks(loading)
+        return FWHSignals(self.observer_times.copy(), thickness, loading)
+
+    def _sum_over_ranks(self, local: np.ndarray) -> np.ndarray:
+        total = np.empty_like(local)
+        self.comm.Allreduce(local, total)
+        return total
