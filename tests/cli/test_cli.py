@@ -433,3 +433,39 @@ def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
     for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured", "scaling"):
         assert name in page, name
+
+
+def test_acoustics_predicts_a_dipole_from_recorded_surface_data(tmp_path):
+    import numpy as np
+
+    from tests.unit.test_fwh import sphere
+
+    centres, normals, areas = sphere(0.1, 12, 24)  # a rigid sphere of radius 0.1 m
+    times = np.arange(400) * 1e-4
+    load = 50.0 * np.sin(2 * np.pi * 500.0 * times)  # Pa, a dipole along z: p = P(t) cos θ
+    steps, panels = times.size, areas.size
+    np.savez(
+        tmp_path / "surface.npz",
+        times=times,
+        positions=np.broadcast_to(centres, (steps, panels, 3)),
+        normals=np.broadcast_to(normals, (steps, panels, 3)),
+        areas=areas,
+        surface_velocity=np.zeros((steps, panels, 3)),
+        pressure=load[:, None] * normals[None, :, 2],
+    )
+    (tmp_path / "observers.toml").write_text(
+        'samples = 256\n[[observer]]\nname = "above"\nposition = [0.0, 0.0, 5.0]\n'
+        '[arc]\nradius = 5.0\nplane = "xz"\nstart = 0.0\nstop = 90.0\ncount = 4\n'
+    )
+    out = tmp_path / "noise"
+    surface, observers = str(tmp_path / "surface.npz"), str(tmp_path / "observers.toml")
+    result = tachyflow("acoustics", surface, "--observers", observers, "-n", "2", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    levels = [float(line.split("OASPL ")[1].split()[0]) for line in result.stdout.splitlines()
+              if "OASPL" in line]  # fmt: skip
+    # cos θ directivity: silent in the equator plane (x axis), loudest on the z axis
+    assert levels[1] < levels[2] < levels[3] < levels[4] and abs(levels[0] - levels[4]) < 0.1
+    for name in ("signals.csv", "spectra.csv", "bands.csv", "spectra.png", "directivity.png"):
+        assert (out / name).is_file(), name
+    missing = tachyflow("acoustics", surface, "--observers", str(tmp_path / "none.toml"))
+    assert missing.returncode == 2 and "cannot read observers file" in missing.stderr
