@@ -1119,15 +1119,7 @@ def command_solve_pressure(args) -> int:
     from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 
     comm = runtime.world()
-    mesh, problem = None, None
-    if comm.Get_rank() == 0:
-        try:
-            mesh = _load_mesh(args.mesh)
-        except (ConfigError, ValueError) as error:
-            problem = str(error)
-    problem = comm.bcast(problem, root=0)
-    if problem is not None:
-        raise ConfigError(problem)
+    mesh = runtime.on_root(comm, lambda: _load_mesh(args.mesh))
     solver = UnstructuredPressureSolver(
         comm, mesh, source=args.source, boundary_value=0.0, partition=args.partition,
         diagonal_shift=args.shift, halo=args.halo, reduction=args.reduction,

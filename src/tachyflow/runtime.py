@@ -90,6 +90,24 @@ def relaunch(
     return subprocess.call(command, env=environment, stderr=stderr)
 
 
+def on_root(comm, compute: Callable, root: int = 0, share: bool = False):
+    """``compute()`` on ``root`` only (collective): what it returns there (and on every rank
+    with ``share``), None elsewhere. A ConfigError or ValueError it raises is raised as a
+    ConfigError on every rank, so no rank waits for a root that failed."""
+    from tachyflow.errors import ConfigError
+
+    value, problem = None, None
+    if comm.Get_rank() == root:
+        try:
+            value = compute()
+        except (ConfigError, ValueError, TypeError) as error:
+            problem = str(error)
+    shared = comm.bcast((problem, value if share else None), root=root)
+    if shared[0] is not None:
+        raise ConfigError(shared[0])
+    return value if comm.Get_rank() == root else shared[1]
+
+
 def world():
     """``MPI.COMM_WORLD``, initialising MPI on first use."""
     from mpi4py import MPI

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tachyflow import collectives
 from tachyflow.numerics.fwh_kernels import accumulate_retarded, source_derivative
 
 # An observer closer than this fraction of a panel's width to the panel centre is on the
@@ -259,5 +260,5 @@ class FWHSolver:
 
     def _sum_over_ranks(self, local: np.ndarray) -> np.ndarray:
         total = np.empty_like(local)
-        self.comm.Allreduce(local, total)
+        collectives.allreduce(self.comm, local.ravel(), "sum", "native", out=total.ravel())
         return total

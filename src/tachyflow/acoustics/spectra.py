@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import signal as scipy_signal
 
+from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.io.files import replacing
 
 REFERENCE_PRESSURE = 20e-6  # Pa
@@ -86,10 +87,7 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
     """``spectra.csv`` (frequency, then PSD per observer), ``bands.csv`` (one-third
     octaves) and ``spectra.png`` for each observer's signal; returns the OASPL per
     observer."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -108,27 +106,17 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
     axis.set_ylabel("SPL [dB re 20 µPa]")
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
-    figure.tight_layout()
-    with replacing(folder / "spectra.png") as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
+    save_figure(figure, folder / "spectra.png")
     return np.array([s.oaspl for s in spectra])
 
 
 def directivity_plot(path, angles_degrees, oaspl) -> Path:
     """OASPL against the observer angle on a polar plot (an observer arc)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     angles = np.radians(np.asarray(angles_degrees, dtype=float))
     figure = plt.figure(figsize=(5, 5))
     axis = figure.add_subplot(projection="polar")
     axis.plot(angles, oaspl, marker="o")
     axis.set_title("OASPL [dB re 20 µPa] over the observer arc", fontsize=10)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

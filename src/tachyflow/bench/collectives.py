@@ -17,8 +17,6 @@ as ``mpich:<name>`` entries (:func:`merge_forced`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from tachyflow import collectives, runtime
@@ -26,7 +24,7 @@ from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.results import new_results
 from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
 from tachyflow.collectives.simulator import simulate
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.models.profiles import load_profile
 from tachyflow.units import parse_byte_size
 
@@ -302,10 +300,7 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Time against size per algorithm: measured (solid) and predicted (dashed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, axis = plt.subplots(figsize=(8, 5))
     for name in document["params"]["algorithms"]:
@@ -335,8 +330,4 @@ def plot(document: dict, path):
     )
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

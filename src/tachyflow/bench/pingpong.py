@@ -32,7 +32,7 @@ import numpy as np
 
 from tachyflow.bench import loggp
 from tachyflow.bench.results import new_results, summarize
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 
 BYTES_PER_SAMPLE = 64 * 2**20
 MODES = ("latency", "bibw", "cold")
@@ -402,10 +402,7 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Latency and bandwidth against size, log axes, ours and the peers."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, (latency_axis, bandwidth_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
     series = {}
@@ -425,8 +422,4 @@ def plot(document: dict, path):
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=8)
     figure.suptitle(f"Ping-pong, {document['mpi']['library']}", fontsize=10)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 
 
 def file_stem(document: dict, *extra: str) -> str:
@@ -33,10 +33,7 @@ def plot_samples(
     document: dict, path, title: str, xlabel: str, peer_name: str | None = None
 ) -> Path:
     """Box plot of the timing samples of every verified result and peer (ms)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     entries = [
         e
@@ -58,8 +55,4 @@ def plot_samples(
     axes.set_xlabel(xlabel)
     axes.set_title(title, fontsize=10)
     axes.grid(axis="x", alpha=0.3)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

@@ -9,9 +9,8 @@ cluster report of ``tachyflow bench suite`` shows them.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 
 
 def merge(documents: list[dict]) -> dict:
@@ -54,10 +53,7 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup against ranks with the ideal line, and parallel efficiency."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     entries = [e for e in document["results"] if "speedup" in e]
     ranks = [e["ranks"] for e in entries]
@@ -76,8 +72,4 @@ def plot(document: dict, path):
     speed.legend(fontsize=8)
     shape = "x".join(map(str, document["params"]["global_shape"]))
     figure.suptitle(f"Flow solver time step, {shape}: strong scaling", fontsize=10)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

@@ -16,7 +16,6 @@ matrix as a separate process (:mod:`tachyflow.bench.petsc_peer`) for the ratio.
 from __future__ import annotations
 
 import resource
-from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
@@ -24,7 +23,7 @@ from mpi4py import MPI
 from tachyflow import runtime
 from tachyflow.bench.results import new_results
 from tachyflow.errors import ConvergenceError
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.io.mesh import box_hex_mesh, box_mesh
 from tachyflow.numerics import finite_volume
 from tachyflow.solvers.unstructured import UnstructuredPressureSolver
@@ -164,10 +163,7 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup, communication share and memory per rank against rank count."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, (speed, share, memory) = plt.subplots(1, 3, figsize=(14, 4.2))
     names = sorted({e["name"] for e in document["results"] if e["verified"]})
@@ -194,8 +190,4 @@ def plot(document: dict, path):
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle("Jacobi-CG on unstructured boxes (seed 002's study)", fontsize=10)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

@@ -6,31 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.numerics.grid import StaggeredGrid
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(figure, path) -> Path:
-    plt = _pyplot()
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=100, format="png")
-    plt.close(figure)
-    return Path(path)
 
 
 def plot_slices(u: np.ndarray, grid: StaggeredGrid, step: int, time: float, path) -> Path:
     """Streamwise velocity on an x-y plane (mid z) and an x-z plane (quarter height)."""
-    plt = _pyplot()
+    plt = pyplot()
     nx, ny, nz = grid.shape
     lx, _, lz = grid.lengths
     x = (np.arange(nx) + 1.0) * grid.spacing_x
@@ -55,12 +37,12 @@ def plot_slices(u: np.ndarray, grid: StaggeredGrid, step: int, time: float, path
     axes[1].set_ylim(0, lz)
     figure.colorbar(image, ax=axes[1], shrink=0.8)
     figure.suptitle(f"step {step}, t = {time:.4g}")
-    return _save(figure, path)
+    return save_figure(figure, path, dpi=100)
 
 
 def plot_history(history: list[dict], path) -> Path:
     """Kinetic energy, dissipation, CFL and divergence against time."""
-    plt = _pyplot()
+    plt = pyplot()
     times = [h["time"] for h in history]
     panels = [
         ("kinetic_energy", "kinetic energy", False),
@@ -78,4 +60,4 @@ def plot_history(history: list[dict], path) -> Path:
         axis.grid(alpha=0.3)
     for axis in axes[1]:
         axis.set_xlabel("time")
-    return _save(figure, path)
+    return save_figure(figure, path, dpi=100)

@@ -42,6 +42,23 @@ def _check(rtol: float, atol: float, max_iterations: int) -> None:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
 
 
+def _start(matvec, b, capacity, x):
+    """The start ``x``, a vector with room for the halo (``capacity`` entries) holding it,
+    and ``r = b - A x``. The product is made exactly when a start value is given, so that
+    every rank makes it (or none does): it exchanges the halo."""
+    work = np.zeros(b.size if capacity is None else capacity)
+    if x is None:
+        return np.zeros(b.size), work, b.copy()
+    work[: b.size] = x
+    return x, work, b - matvec(work)
+
+
+def _stopping(rr: float, bb: float, rtol: float, atol: float):
+    """``‖b‖``, the residual norm to reach and the history's first entry."""
+    norm_b = np.sqrt(bb)
+    return norm_b, max(rtol * norm_b, atol), [np.sqrt(rr) / norm_b if norm_b else 0.0]
+
+
 @numba.njit(cache=True)
 def _cg_update(x, r, z, p, q, inverse_diagonal, alpha):  # pragma: no cover  (compiled)
     """One pass for ``x += αp``, ``r -= αq``, ``z = r / diag(A)`` and the local partial
@@ -84,17 +101,11 @@ def conjugate_gradient(
     """
     _check(rtol, atol, max_iterations)
     size = b.size
-    capacity = size if capacity is None else capacity
-    x = np.zeros(size) if x is None else x
-    p = np.zeros(capacity)
-    p[:size] = x
-    r = b - matvec(p) if np.any(x) else b.copy()
+    x, p, r = _start(matvec, b, capacity, x)
     z = r * inverse_diagonal
     p[:size] = z
     rz, rr, bb = reduce(np.array([r @ z, r @ r, b @ b]))
-    norm_b = np.sqrt(bb)
-    limit = max(rtol * norm_b, atol)
-    history = [np.sqrt(rr) / norm_b if norm_b else 0.0]
+    norm_b, limit, history = _stopping(rr, bb, rtol, atol)
     if np.sqrt(rr) <= limit:
         return x, KrylovResult(0, history[0], history)
     owned = p[:size]
@@ -134,16 +145,11 @@ def bicgstab(
     :func:`conjugate_gradient`."""
     _check(rtol, atol, max_iterations)
     size = b.size
-    capacity = size if capacity is None else capacity
-    x = np.zeros(size) if x is None else x
-    work = np.zeros(capacity)  # the preconditioned directions, with room for the halo
-    work[:size] = x
-    r = b - matvec(work) if np.any(x) else b.copy()
+    # work: the preconditioned directions, with room for the halo
+    x, work, r = _start(matvec, b, capacity, x)
     shadow = r.copy()
     rr, bb = reduce(np.array([r @ r, b @ b]))
-    norm_b = np.sqrt(bb)
-    limit = max(rtol * norm_b, atol)
-    history = [np.sqrt(rr) / norm_b if norm_b else 0.0]
+    norm_b, limit, history = _stopping(rr, bb, rtol, atol)
     if np.sqrt(rr) <= limit:
         return x, KrylovResult(0, history[0], history)
     rho, rho_previous = rr, 1.0  # the shadow residual is r itself at the start

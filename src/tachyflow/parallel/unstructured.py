@@ -239,6 +239,26 @@ class UnstructuredDecomposition:
             result[cells] = values
         return result
 
+    def owned_items(self, item_cells) -> np.ndarray:
+        """Indices of the items (faces, particles, ...) in cells this rank owns, given the
+        cell of every item on ``root`` (collective)."""
+        pieces = None
+        if self.comm.Get_rank() == self.root:
+            owners = self.partition[np.asarray(item_cells)]
+            pieces = [np.flatnonzero(owners == rank) for rank in range(self.comm.Get_size())]
+        return self.comm.scatter(pieces, root=self.root)
+
+    def barrier(self) -> None:
+        """Wait for every rank (collective)."""
+        self.comm.Barrier()
+
+    def slowest(self, values: np.ndarray) -> np.ndarray:
+        """The ``values`` of the rank whose first entry is largest (collective): e.g. the
+        time split of the rank that took longest."""
+        every = np.empty((self.comm.Get_size(), values.size))
+        self.comm.Allgather(np.ascontiguousarray(values, dtype=float), every)
+        return every[np.argmax(every[:, 0])]
+
     def halo(self, vector: np.ndarray, mode: str = "p2p") -> HaloExchange:
         """A halo exchange bound to ``vector`` (owned then external entries)."""
         return HaloExchange(self, vector, mode)

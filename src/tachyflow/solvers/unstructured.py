@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tachyflow import collectives
+from tachyflow import collectives, runtime
 from tachyflow.collectives.algorithms import ALGORITHMS
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import finite_volume, krylov
@@ -47,6 +47,12 @@ class SolveSummary:
     def per_iteration(self) -> float:
         """Seconds per iteration."""
         return self.seconds / max(self.iterations, 1)
+
+
+def _cell_count(mesh) -> int:
+    if not hasattr(mesh, "n_cells"):
+        raise TypeError(f"mesh must be an UnstructuredMesh on the root rank, got {mesh!r}")
+    return mesh.n_cells
 
 
 def _evaluate(value, points: np.ndarray, size: int, label: str) -> np.ndarray:
@@ -109,17 +115,16 @@ class UnstructuredPressureSolver:
         if reduction not in choices:
             raise ConfigError(f"reduction must be one of {choices}, got {reduction!r}")
         self.comm, self.halo_mode, self.reduction = comm, halo, reduction
-        rank = comm.Get_rank()
-        cells = comm.bcast(mesh.n_cells if rank == root else None, root=root)
+        on_root = comm.Get_rank() == root
+        cells = runtime.on_root(comm, lambda: _cell_count(mesh), root, share=True)
         self.decomposition = decomposition = UnstructuredDecomposition(
-            comm, cells, mesh.face_cells if rank == root else None, partition, root
+            comm, cells, mesh.face_cells if on_root else None, partition, root
         )
-        global_data = self._global_data(
-            mesh, source, boundary_value, neumann, boundary_flux, rank == root
+        global_data = runtime.on_root(
+            comm,
+            lambda: self._global_data(mesh, source, boundary_value, neumann, boundary_flux),
+            root,
         )
-        problem = comm.bcast(global_data if isinstance(global_data, str) else None, root=root)
-        if problem is not None:
-            raise ConfigError(problem)
         local = self._local_data(global_data, decomposition)
         owned, size = decomposition.owned, decomposition.cells.size
         matrix = finite_volume.assemble_rows(
@@ -140,40 +145,35 @@ class UnstructuredPressureSolver:
         self.timings = dict.fromkeys(("matvec", "halo", "reductions"), 0.0)
 
     @staticmethod
-    def _global_data(mesh, source, boundary_value, neumann, boundary_flux, on_root):
-        """Per-cell and per-face data of the whole mesh (root), or an error message."""
-        if not on_root:
-            return None
-        try:
-            centroids = mesh.centroids
-            faces = finite_volume.face_transmissibilities(
-                centroids, mesh.face_cells, mesh.face_areas, mesh.face_normals
+    def _global_data(mesh, source, boundary_value, neumann, boundary_flux) -> dict:
+        """Per-cell and per-face data of the whole mesh (on root)."""
+        centroids = mesh.centroids
+        faces = finite_volume.face_transmissibilities(
+            centroids, mesh.face_cells, mesh.face_areas, mesh.face_normals
+        )
+        boundary = finite_volume.boundary_transmissibilities(
+            centroids, mesh.boundary_cells, mesh.boundary_areas, mesh.boundary_normals,
+            mesh.boundary_centroids,
+        )  # fmt: skip
+        count = mesh.boundary_cells.size
+        is_neumann = np.zeros(count, dtype=bool)
+        if neumann is not None:
+            is_neumann = np.asarray(
+                neumann(mesh.boundary_centroids, mesh.boundary_normals), dtype=bool
             )
-            boundary = finite_volume.boundary_transmissibilities(
-                centroids, mesh.boundary_cells, mesh.boundary_areas, mesh.boundary_normals,
-                mesh.boundary_centroids,
-            )  # fmt: skip
-            count = mesh.boundary_cells.size
-            is_neumann = np.zeros(count, dtype=bool)
-            if neumann is not None:
-                is_neumann = np.asarray(
-                    neumann(mesh.boundary_centroids, mesh.boundary_normals), dtype=bool
-                )
-            values = _evaluate(boundary_value, mesh.boundary_centroids, count, "boundary_value")
-            fluxes = _evaluate(boundary_flux, mesh.boundary_centroids, count, "boundary_flux")
-            return {
-                "centroids": centroids,
-                "volumes": mesh.volumes,
-                "source": _evaluate(source, centroids, mesh.n_cells, "source"),
-                "faces": faces,
-                "boundary_cells": mesh.boundary_cells,
-                "dirichlet": np.where(is_neumann, 0.0, boundary),
-                "values": np.where(is_neumann, 0.0, values),
-                "areas": np.where(is_neumann, mesh.boundary_areas, 0.0),
-                "fluxes": np.where(is_neumann, fluxes, 0.0),
-            }
-        except (ConfigError, ValueError, TypeError) as error:
-            return str(error)
+        values = _evaluate(boundary_value, mesh.boundary_centroids, count, "boundary_value")
+        fluxes = _evaluate(boundary_flux, mesh.boundary_centroids, count, "boundary_flux")
+        return {
+            "centroids": centroids,
+            "volumes": mesh.volumes,
+            "source": _evaluate(source, centroids, mesh.n_cells, "source"),
+            "faces": faces,
+            "boundary_cells": mesh.boundary_cells,
+            "dirichlet": np.where(is_neumann, 0.0, boundary),
+            "values": np.where(is_neumann, 0.0, values),
+            "areas": np.where(is_neumann, mesh.boundary_areas, 0.0),
+            "fluxes": np.where(is_neumann, fluxes, 0.0),
+        }
 
     @staticmethod
     def _local_data(data, decomposition: UnstructuredDecomposition) -> dict:
@@ -185,13 +185,7 @@ class UnstructuredPressureSolver:
             "faces": decomposition.select(data and data["faces"], decomposition.faces),
         }
         # Boundary faces of the owned cells: rank 0 knows which; every rank maps them.
-        owners = None
-        if data is not None:
-            owners = decomposition.partition[data["boundary_cells"]]
-        chosen = decomposition.comm.scatter(
-            None if owners is None else [np.flatnonzero(owners == r) for r in range(
-                decomposition.comm.Get_size())], root=decomposition.root,
-        )  # fmt: skip
+        chosen = decomposition.owned_items(data and data["boundary_cells"])
         cells = decomposition.select(data and data["boundary_cells"], chosen)
         local["boundary_cells"] = decomposition.local_index(cells)
         for key in ("dirichlet", "values", "areas", "fluxes"):
@@ -238,7 +232,7 @@ class UnstructuredPressureSolver:
         if method not in METHODS:
             raise ConfigError(f"method must be one of {sorted(METHODS)}, got {method!r}")
         self.timings = dict.fromkeys(self.timings, 0.0)
-        self.comm.Barrier()
+        self.decomposition.barrier()
         started = time.perf_counter()
         solution, result = METHODS[method](
             self._matvec, self.rhs, self.inverse_diagonal, self._reduce,
@@ -247,9 +241,7 @@ class UnstructuredPressureSolver:
         )  # fmt: skip
         elapsed = time.perf_counter() - started
         parts = np.array([elapsed, *self.timings.values()])
-        every = np.empty((self.comm.Get_size(), parts.size))
-        self.comm.Allgather(parts, every)
-        slowest = every[np.argmax(every[:, 0])]  # the split of the rank that took longest
+        slowest = self.decomposition.slowest(parts)  # the split of the rank that took longest
         timings = dict(zip(self.timings, slowest[1:].tolist(), strict=True))
         timings["other"] = max(slowest[0] - sum(timings.values()), 0.0)
         summary = SolveSummary(

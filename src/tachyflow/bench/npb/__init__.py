@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tachyflow import runtime
 from tachyflow.bench.results import new_results
-from tachyflow.io.files import replacing
+from tachyflow.io.figures import pyplot, save_figure
 
 KERNELS = {
     "cg": "cg",
@@ -94,10 +94,7 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Mop/s (total and per process) of the verified runs, and the time split."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, (rate, split) = plt.subplots(1, 2, figsize=(10, 4))
     entries = [e for e in document["results"] if e["verified"]]
@@ -115,8 +112,4 @@ def plot(document: dict, path):
     split.set_ylabel("seconds (slowest rank)")
     split.legend(fontsize=8)
     figure.suptitle("NAS Parallel Benchmarks (verified runs only carry Mop/s)", fontsize=10)
-    figure.tight_layout()
-    with replacing(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-    return Path(path)
+    return save_figure(figure, path)

@@ -48,22 +48,27 @@ CLASSES = {
 }
 
 
+@numba.njit(cache=True, inline="always")
+def _line_sums(x, i3, i2, edges, corners):  # pragma: no cover  (compiled)
+    """Along the x line (i3, i2): the sums of the four edge neighbours and of the four
+    corner neighbours in the (i2, i3) plane, NPB's buffers for resid and psinv."""
+    for i1 in range(x.shape[2]):
+        edges[i1] = x[i3, i2 - 1, i1] + x[i3, i2 + 1, i1] + x[i3 - 1, i2, i1] + x[i3 + 1, i2, i1]
+        corners[i1] = (
+            x[i3 - 1, i2 - 1, i1]
+            + x[i3 - 1, i2 + 1, i1]
+            + x[i3 + 1, i2 - 1, i1]
+            + x[i3 + 1, i2 + 1, i1]
+        )
+
+
 @numba.njit(cache=True)
 def _resid(u, v, r, a0, a2, a3, u1, u2):  # pragma: no cover  (compiled)
     """``r = v - A u`` on the interior (NPB's resid); ``r`` may be ``v``."""
     n3, n2, n1 = u.shape
     for i3 in range(1, n3 - 1):
         for i2 in range(1, n2 - 1):
-            for i1 in range(n1):
-                u1[i1] = (
-                    u[i3, i2 - 1, i1] + u[i3, i2 + 1, i1] + u[i3 - 1, i2, i1] + u[i3 + 1, i2, i1]
-                )
-                u2[i1] = (
-                    u[i3 - 1, i2 - 1, i1]
-                    + u[i3 - 1, i2 + 1, i1]
-                    + u[i3 + 1, i2 - 1, i1]
-                    + u[i3 + 1, i2 + 1, i1]
-                )
+            _line_sums(u, i3, i2, u1, u2)
             for i1 in range(1, n1 - 1):
                 r[i3, i2, i1] = (
                     v[i3, i2, i1]
@@ -79,16 +84,7 @@ def _psinv(r, u, c0, c1, c2, r1, r2):  # pragma: no cover  (compiled)
     n3, n2, n1 = r.shape
     for i3 in range(1, n3 - 1):
         for i2 in range(1, n2 - 1):
-            for i1 in range(n1):
-                r1[i1] = (
-                    r[i3, i2 - 1, i1] + r[i3, i2 + 1, i1] + r[i3 - 1, i2, i1] + r[i3 + 1, i2, i1]
-                )
-                r2[i1] = (
-                    r[i3 - 1, i2 - 1, i1]
-                    + r[i3 - 1, i2 + 1, i1]
-                    + r[i3 + 1, i2 - 1, i1]
-                    + r[i3 + 1, i2 + 1, i1]
-                )
+            _line_sums(r, i3, i2, r1, r2)
             for i1 in range(1, n1 - 1):
                 u[i3, i2, i1] = (
                     u[i3, i2, i1]
