@@ -516,13 +516,15 @@ def build_parser() -> argparse.ArgumentParser:
         "acoustics",
         help="far-field noise from recorded surface data (Ffowcs Williams-Hawkings)",
         description="Predict the acoustic pressure at the observers of OBSERVERS (TOML) from "
-        "surface data (.npz: times, positions, normals, areas, surface_velocity, pressure; "
-        "density and velocity for a permeable surface) with Farassat's formulation 1A; write "
+        "surface data (a BP5 series such as a run's acoustics/surface.bp, or .npz: times, "
+        "positions, normals, areas, surface_velocity, and pressure (with density and velocity "
+        "for a permeable surface) or the source terms normal_flux and load) with Farassat's "
+        "formulation 1A; write "
         "signals.csv, spectra (CSV, PNG, one-third octaves) and, for an observer arc, a "
         "directivity plot. See tachyflow.acoustics.offline for the file formats.",
     )
     _add_ranks_option(acoustics)
-    acoustics.add_argument("surface", help="surface data (.npz)")
+    acoustics.add_argument("surface", help="surface data (.bp folder or .npz)")
     acoustics.add_argument("--observers", required=True, help="observers file (TOML)")
     _add_output_option(acoustics)
     acoustics.set_defaults(handler=command_acoustics)
@@ -1390,11 +1392,7 @@ def orchestrate_unstructured(args, arguments) -> int:
 
 def command_acoustics(args) -> int:
     """``tachyflow acoustics``."""
-    import numpy as np
-
     from tachyflow.acoustics import FWHSolver, offline
-    from tachyflow.acoustics.spectra import directivity_plot, write_spectra
-    from tachyflow.io.files import replacing
 
     comm = runtime.world()
     setup = offline.read_observers(args.observers)
@@ -1405,32 +1403,14 @@ def command_acoustics(args) -> int:
         setup.positions, window, c0=setup.c0, rho0=setup.rho0, permeable=setup.permeable,
         comm=comm,
     )  # fmt: skip
-    fields = {
-        key: (value if key == "times" else value[share] if key == "areas" else value[:, share])
-        for key, value in data.items()
-    }
-    signals = solver.solve(**fields)
+    signals = offline.predict(solver, data, share)
     if not runtime.is_root():
         return 0
-    folder = Path(args.output)
-    folder.mkdir(parents=True, exist_ok=True)
-    columns = [signals.times]
-    header = ["time_s"]
-    for index, name in enumerate(setup.names):
-        columns += [signals.pressure[index], signals.thickness[index], signals.loading[index]]
-        header += [f"{name}_p", f"{name}_thickness", f"{name}_loading"]
-    with replacing(folder / "signals.csv") as temporary:
-        np.savetxt(temporary, np.column_stack(columns), delimiter=",", header=",".join(header))
-    rate = 1.0 / (signals.times[1] - signals.times[0])
-    oaspl = write_spectra(folder, setup.names, signals.pressure, rate)
+    oaspl = offline.write_results(args.output, setup.names, signals, setup.arc_angles)
     console = runtime.make_console()
     for name, value in zip(setup.names, oaspl, strict=True):
         console.print(f"{name}: OASPL {value:.1f} dB re 20 uPa")
-    if setup.arc_angles.size:
-        directivity_plot(
-            folder / "directivity.png", setup.arc_angles, oaspl[-setup.arc_angles.size :]
-        )
-    console.print(f"wrote signals.csv, spectra.csv, bands.csv and plots in {folder}")
+    console.print(f"wrote signals.csv, spectra.csv, bands.csv and plots in {args.output}")
     return 0
 
 

@@ -469,3 +469,29 @@ def test_acoustics_predicts_a_dipole_from_recorded_surface_data(tmp_path):
         assert (out / name).is_file(), name
     missing = tachyflow("acoustics", surface, "--observers", str(tmp_path / "none.toml"))
     assert missing.returncode == 2 and "cannot read observers file" in missing.stderr
+
+    # The same surface as a BP5 series of source terms (what a run records) gives the
+    # same signals.
+    from tachyflow.io.surface_series import SurfaceSeriesWriter
+
+    writer = SurfaceSeriesWriter(tmp_path / "surface.bp", areas)
+    for step, moment in enumerate(times):
+        writer.write(
+            moment,
+            {
+                "positions": centres,
+                "normals": normals,
+                "surface_velocity": np.zeros((panels, 3)),
+                "normal_flux": np.zeros(panels),
+                "load": load[step] * normals[:, 2:3] * normals,
+            },
+        )
+    writer.close()
+    series = tachyflow(
+        "acoustics", str(tmp_path / "surface.bp"), "--observers", observers, "-o",
+        str(tmp_path / "series"),
+    )  # fmt: skip
+    assert series.returncode == 0, series.stderr
+    expected = np.loadtxt(out / "signals.csv", delimiter=",")
+    found = np.loadtxt(tmp_path / "series" / "signals.csv", delimiter=",")
+    np.testing.assert_allclose(found, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())

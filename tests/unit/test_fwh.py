@@ -1,5 +1,6 @@
 """Ffowcs Williams–Hawkings solver against analytic monopole, moving monopole and dipole."""
 
+import itertools
 import numpy as np
 import pytest
 
@@ -292,3 +293,52 @@ def test_observer_on_the_surface_is_rejected():
     solver = FWHSolver(np.array([[10.0, 0.0, 0.0], observer]), np.linspace(0.0, 0.1, 11))
     with pytest.raises(ValueError, match=r"observer 1 at .* is on the surface"):
         solver.solve(**data)
+
+
+def test_step_by_step_accumulation_equals_the_whole_record():
+    """A run feeds steps as they come: one at a time or in uneven chunks, the signals
+    equal those of the whole record at once (same differences, same integration)."""
+    rng = np.random.default_rng(3)
+    positions0, normals0, areas = sphere(1.0, 6, 12)
+    times = np.cumsum(rng.uniform(0.8, 1.2, 40)) * WIDTH / 20.0
+    nt, npanel = times.size, areas.size
+    angle = 40.0 * times  # a slowly rotating sphere, so positions and normals move
+    rotation = np.zeros((nt, 3, 3))
+    rotation[:, 0, 0] = rotation[:, 1, 1] = np.cos(angle)
+    rotation[:, 0, 1], rotation[:, 1, 0] = -np.sin(angle), np.sin(angle)
+    rotation[:, 2, 2] = 1.0
+    positions = np.einsum("tij,pj->tpi", rotation, positions0)
+    normals = np.einsum("tij,pj->tpi", rotation, normals0)
+    surface_velocity = np.gradient(positions, times, axis=0)
+    pressure = STRENGTH(times)[:, None] * (1.0 + normals[..., 2])
+    observers = np.array([[8.0, 1.0, 0.5], [0.0, 0.0, 9.0]])
+    observer_times = np.linspace(times[0] + 7.0 / C0, times[-1] + 8.0 / C0, 300)
+    solver = FWHSolver(observers, observer_times, c0=C0, rho0=RHO0)
+    whole = solver.solve(times, positions, normals, areas, surface_velocity, pressure)
+    normal_flux = np.einsum("tpi,tpi->tp", surface_velocity, normals)
+    load = pressure[..., None] * normals
+    for bounds in ([*range(nt), nt], [0, 2, 3, 10, 11, 12, 30, nt]):
+        accumulator = solver.accumulator(areas)
+        for start, stop in itertools.pairwise(bounds):
+            rows = slice(start, stop)
+            accumulator.add(
+                times[rows], positions[rows], surface_velocity[rows], normal_flux[rows], load[rows]
+            )
+        parts = accumulator.finish()
+        assert np.abs(whole.pressure).max() > 0
+        np.testing.assert_allclose(parts.thickness, whole.thickness, rtol=0, atol=1e-15 * npanel)
+        np.testing.assert_allclose(parts.loading, whole.loading, rtol=0, atol=1e-15 * npanel)
+
+
+def test_accumulator_needs_three_steps_and_increasing_times():
+    positions, _, areas = sphere(1.0, 3, 6)
+    solver = FWHSolver([[9.0, 0.0, 0.0]], [0.0, 1.0], c0=C0, rho0=RHO0)
+    accumulator = solver.accumulator(areas)
+    zeros = np.zeros((1, areas.size, 3))
+    accumulator.add([0.0], positions[None], zeros, np.zeros((1, areas.size)), zeros)
+    with pytest.raises(ValueError, match="at least 3 source steps"):
+        accumulator.finish()
+    with pytest.raises(ValueError, match="strictly increasing"):
+        accumulator.add([0.0], positions[None], zeros, np.zeros((1, areas.size)), zeros)
+    with pytest.raises(ValueError, match="normal_flux must have shape"):
+        accumulator.add([1.0], positions[None], zeros, np.zeros((1, 2)), zeros)

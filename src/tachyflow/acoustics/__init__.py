@@ -1,5 +1,5 @@
 """Aeroacoustics: far-field noise from surface data (Ffowcs Williams–Hawkings)."""
 
-from tachyflow.acoustics.fwh import FWHSignals, FWHSolver
+from tachyflow.acoustics.fwh import FWHAccumulator, FWHSignals, FWHSolver
 
-__all__ = ["FWHSignals", "FWHSolver"]
+__all__ = ["FWHAccumulator", "FWHSignals", "FWHSolver"]

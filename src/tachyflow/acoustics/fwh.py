@@ -194,8 +194,7 @@ class FWHSolver:
         if norm_error > 1e-6:
             raise ValueError(f"normals must be unit vectors, got |n| off by {norm_error:.3g}")
         surface_velocity = _array("surface_velocity", surface_velocity, vec)
-        mach = surface_velocity / self.c0
-        peak = np.linalg.norm(mach, axis=-1).max(initial=0.0)
+        peak = np.linalg.norm(surface_velocity / self.c0, axis=-1).max(initial=0.0)
         if peak >= 1.0:
             raise ValueError(f"panel Mach number must be below 1, got {peak:.3g}")
         gauge = _array("pressure", pressure, scal) - self.p0
@@ -219,46 +218,150 @@ class FWHSolver:
             load = gauge[..., None] * normals
         # d(U.n)/dtau is U̇_n + U_ṅ: differencing U_n itself includes the normal's turning.
         normal_flux = np.einsum("tpi,tpi->tp", flux, normals)
+        accumulator = self.accumulator(areas)
+        accumulator.add(times, positions, surface_velocity, normal_flux, load)
+        return accumulator.finish()
 
-        m, nq = self.observers.shape[0], self.observer_times.size
-        thickness = np.zeros((m, nq))
-        loading = np.zeros((m, nq))
-        bad = np.full(3, -1, dtype=np.int64)
-        accumulate_retarded(
-            times,
-            positions,
-            areas,
-            normal_flux,
-            source_derivative(normal_flux, times),
-            load,
-            source_derivative(load, times),
-            mach,
-            source_derivative(mach, times),
-            self.observers,
-            self.c0,
-            self.rho0,
-            _ON_SURFACE_FRACTION * np.sqrt(areas),
-            self.observer_times[0],
-            (self.observer_times[-1] - self.observer_times[0]) / (nq - 1),
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m), dtype=np.bool_),
-            thickness,
-            loading,
-            bad,
-        )
-        if bad[0] >= 0:
-            k, i, j = (int(b) for b in bad)
-            raise ValueError(
-                f"observer {j} at {self.observers[j].tolist()} is on the surface: within half "
-                f"a panel width of panel {i} at {positions[k, i].tolist()} (time {times[k]!r})"
-            )
-        if self.comm is not None:
-            thickness, loading = self._sum_over_ranks(thickness), self._sum_over_ranks(loading)
-        return FWHSignals(self.observer_times.copy(), thickness, loading)
+    def accumulator(self, areas) -> FWHAccumulator:
+        """A step-by-step integrator for panels of these ``areas`` (see FWHAccumulator)."""
+        return FWHAccumulator(self, areas)
 
     def _sum_over_ranks(self, local: np.ndarray) -> np.ndarray:
         total = np.empty_like(local)
         collectives.allreduce(self.comm, local.ravel(), "sum", "native", out=total.ravel())
         return total
+
+
+class FWHAccumulator:
+    """Integrates a surface's source terms as they come, one or more steps at a time.
+
+    A flow run feeds each sampled step (:meth:`add`) and reads the signals at the end
+    (:meth:`finish`); feeding the whole record at once gives the same numbers. The
+    source-time derivatives are the second-order differences of :func:`source_derivative`
+    (central inside, one-sided at the two ends), so a step is integrated once the next one
+    has arrived; the last two steps are held back until :meth:`finish`.
+
+    Parameters
+    ----------
+    solver : FWHSolver
+        Observers, observer-time grid, medium and communicator.
+    areas : array_like
+        Panel areas, shape ``(np,)``, positive; the panels of this rank.
+
+    Notes
+    -----
+    :meth:`finish` is collective when the solver has a communicator (the ranks' signals
+    are summed); :meth:`add` is local.
+    """
+
+    def __init__(self, solver: FWHSolver, areas):
+        areas = np.asarray(areas, dtype=np.float64)
+        if areas.ndim != 1:
+            raise ValueError(f"areas must have shape (np,), got {areas.shape}")
+        self.areas = _array("areas", areas, areas.shape)
+        if np.any(self.areas <= 0.0):
+            raise ValueError(f"areas must be positive, got minimum {self.areas.min()!r}")
+        self.solver = solver
+        npanel, m = self.areas.size, solver.observers.shape[0]
+        nq = solver.observer_times.size
+        self.thickness = np.zeros((m, nq))
+        self.loading = np.zeros((m, nq))
+        self._state = (
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m)),
+            np.zeros((npanel, m), dtype=np.bool_),
+        )
+        self._min_distance = _ON_SURFACE_FRACTION * np.sqrt(self.areas)
+        # The last steps received (at most 3: a derivative needs the neighbours), of which
+        # the first `_done` are integrated already.
+        self._held: list[np.ndarray] | None = None
+        self._done = 0
+        self.steps = 0
+
+    def add(self, times, positions, surface_velocity, normal_flux, load) -> None:
+        """Take ``nt >= 1`` further source steps.
+
+        Parameters
+        ----------
+        times : array_like
+            Source times, shape ``(nt,)``, increasing and after the previous ones.
+        positions, surface_velocity, load : array_like
+            Panel centres, panel velocities and loading vectors ``L``, ``(nt, np, 3)``.
+        normal_flux : array_like
+            ``U_n`` per panel, shape ``(nt, np)``.
+        """
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        nt, npanel = times.size, self.areas.size
+        vec = (nt, npanel, 3)
+        chunk = [
+            times,
+            _array("positions", positions, vec),
+            _array("surface_velocity", surface_velocity, vec) / self.solver.c0,
+            _array("normal_flux", normal_flux, (nt, npanel)),
+            _array("load", load, vec),
+        ]
+        if self._held is not None:
+            chunk = [
+                np.concatenate([held, new]) for held, new in zip(self._held, chunk, strict=True)
+            ]
+        if not np.all(np.diff(chunk[0]) > 0.0):
+            raise ValueError("source times must be strictly increasing from step to step")
+        self.steps += nt
+        total = chunk[0].size
+        if total >= 3:
+            # Rows with both neighbours are final; row 0 at the very start takes the edge
+            # formula, as it would over the whole record.
+            self._integrate(chunk, self._done, total - 1)
+            self._done = min(total, 3) - 1
+        self._held = [values[max(total - 3, 0) :] for values in chunk]
+
+    def finish(self) -> FWHSignals:
+        """Integrate the held-back steps and return the signals (collective with a comm)."""
+        if self.steps < 3:
+            raise ValueError(f"FW-H needs at least 3 source steps, got {self.steps}")
+        held = self._held
+        self._integrate(held, self._done, held[0].size)
+        self._held, self._done = None, 0
+        self.steps = 0
+        thickness, loading = self.thickness, self.loading
+        if self.solver.comm is not None:
+            thickness = self.solver._sum_over_ranks(thickness)
+            loading = self.solver._sum_over_ranks(loading)
+        return FWHSignals(self.solver.observer_times.copy(), thickness, loading)
+
+    def _integrate(self, chunk, first: int, stop: int) -> None:
+        """Integrate rows ``first..stop-1`` of ``chunk``, differencing over all its rows."""
+        times, positions, mach, normal_flux, load = chunk
+        rows = slice(first, stop)
+        solver = self.solver
+        nq = solver.observer_times.size
+        bad = np.full(3, -1, dtype=np.int64)
+        accumulate_retarded(
+            times[rows],
+            positions[rows],
+            self.areas,
+            normal_flux[rows],
+            source_derivative(normal_flux, times)[rows],
+            load[rows],
+            source_derivative(load, times)[rows],
+            mach[rows],
+            source_derivative(mach, times)[rows],
+            solver.observers,
+            solver.c0,
+            solver.rho0,
+            self._min_distance,
+            solver.observer_times[0],
+            (solver.observer_times[-1] - solver.observer_times[0]) / (nq - 1),
+            *self._state,
+            self.thickness,
+            self.loading,
+            bad,
+        )
+        if bad[0] >= 0:
+            k, i, j = (int(b) for b in bad)
+            raise ValueError(
+                f"observer {j} at {solver.observers[j].tolist()} is on the surface: within "
+                f"half a panel width of panel {i} at {positions[first + k, i].tolist()} "
+                f"(time {times[first + k]!r})"
+            )

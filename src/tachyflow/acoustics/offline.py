@@ -1,9 +1,12 @@
 """``tachyflow acoustics``: FW-H noise prediction after the fact, from recorded surface data.
 
-Surface data are one ``.npz`` file with, per source time step and panel: ``times`` (nt),
-``positions``, ``normals``, ``surface_velocity`` (nt, np, 3), ``areas`` (np),
-``pressure`` (nt, np), and for a permeable surface ``density`` (nt, np) and ``velocity``
-(nt, np, 3). The observers file (TOML) names the medium and the observers::
+Surface data are an ADIOS2 BP5 series (a ``.bp`` folder, as a run with an ``[acoustics]``
+section writes: :mod:`tachyflow.io.surface_series`) or one ``.npz`` file with, per source
+time step and panel: ``times`` (nt), ``positions``, ``normals``, ``surface_velocity``
+(nt, np, 3), ``areas`` (np), and either the flow values — ``pressure`` (nt, np), and for a
+permeable surface ``density`` (nt, np) and ``velocity`` (nt, np, 3) — or the FW-H source
+terms ``normal_flux`` (nt, np) and ``load`` (nt, np, 3). The observers file (TOML) names
+the medium and the observers::
 
     c0 = 340.0            # m/s
     rho0 = 1.225          # kg/m^3
@@ -32,7 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow.acoustics.fwh import FWHSignals, FWHSolver
+from tachyflow.acoustics.spectra import directivity_plot, write_spectra
 from tachyflow.errors import ConfigError
+from tachyflow.io.files import replacing
+from tachyflow.io.surface_series import read_surface_series
 
 PLANES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 REQUIRED = ("times", "positions", "normals", "areas", "surface_velocity", "pressure")
@@ -78,14 +85,11 @@ def read_observers(path) -> ObserverSetup:
         radius = float(arc.get("radius", 0.0))
         if count < 1 or not radius > 0:
             raise ConfigError(f"{path}: arc needs radius > 0 and count >= 1")
-        angles = np.linspace(float(arc.get("start", 0.0)), float(arc.get("stop", 180.0)), count)
-        first, second = PLANES[plane]
-        for angle in angles:
-            point = [0.0, 0.0, 0.0]
-            point[first] = radius * np.cos(np.radians(angle))
-            point[second] = radius * np.sin(np.radians(angle))
-            names.append(f"arc-{angle:g}")
-            positions.append(point)
+        angles, points = arc_observers(
+            radius, plane, float(arc.get("start", 0.0)), float(arc.get("stop", 180.0)), count
+        )
+        names += [f"arc-{angle:g}" for angle in angles]
+        positions += points.tolist()
     if not positions:
         raise ConfigError(f"{path}: no observers ([[observer]] entries or an [arc])")
     samples = document.get("samples", 2048)
@@ -97,19 +101,56 @@ def read_observers(path) -> ObserverSetup:
     )  # fmt: skip
 
 
+def arc_observers(radius, plane, start, stop, count, centre=(0.0, 0.0, 0.0)):
+    """Angles (degrees) and positions ``(count, 3)`` of observers on a circular arc in
+    ``plane`` (xy, xz or yz) around ``centre``, from ``start`` to ``stop`` degrees."""
+    angles = np.linspace(start, stop, count)
+    first, second = PLANES[plane]
+    points = np.tile(np.asarray(centre, dtype=np.float64), (count, 1))
+    points[:, first] += radius * np.cos(np.radians(angles))
+    points[:, second] += radius * np.sin(np.radians(angles))
+    return angles, points
+
+
 def read_surface_data(path, permeable: bool) -> dict:
-    """The arrays of a surface-data ``.npz`` (ConfigError naming what is missing)."""
+    """The arrays of a surface-data ``.npz`` or BP5 series (ConfigError naming what is
+    missing)."""
     path = Path(path)
+    if path.is_dir():
+        return read_surface_series(path, permeable)
     try:
         with np.load(path) as data:
             arrays = {key: np.asarray(data[key]) for key in data.files}
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot read surface data {str(path)!r}: {error}") from None
-    needed = [*REQUIRED, *(("density", "velocity") if permeable else ())]
+    if "load" in arrays:
+        needed = [*REQUIRED[:-1], "normal_flux", "load"]
+    else:
+        needed = [*REQUIRED, *(("density", "velocity") if permeable else ())]
     missing = [key for key in needed if key not in arrays]
     if missing:
         raise ConfigError(f"{path}: missing array(s) {missing} (needed: {needed})")
     return {key: arrays[key] for key in needed}
+
+
+def predict(solver: FWHSolver, data: dict, share: slice) -> FWHSignals:
+    """Signals of the panels ``share`` of ``data`` (collective when the solver has a comm):
+    from the flow values by :meth:`FWHSolver.solve`, or from recorded source terms."""
+    panels = {
+        key: (value if key == "times" else value[share] if key == "areas" else value[:, share])
+        for key, value in data.items()
+    }
+    if "load" not in panels:
+        return solver.solve(**panels)
+    accumulator = solver.accumulator(panels["areas"])
+    accumulator.add(
+        panels["times"],
+        panels["positions"],
+        panels["surface_velocity"],
+        panels["normal_flux"],
+        panels["load"],
+    )
+    return accumulator.finish()
 
 
 def observer_window(data: dict, observers: np.ndarray, c0: float, samples: int) -> np.ndarray:
@@ -132,3 +173,21 @@ def panel_share(panels: int, rank: int, size: int) -> slice:
     """The contiguous panels of ``rank``."""
     bounds = [panels * index // size for index in range(size + 1)]
     return slice(bounds[rank], bounds[rank + 1])
+
+
+def write_results(folder, names, signals: FWHSignals, arc_angles) -> np.ndarray:
+    """``signals.csv`` (total, thickness and loading per observer), the spectra and, for an
+    arc (the last observers), the directivity plot; returns the OASPL per observer."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    columns, header = [signals.times], ["time_s"]
+    for index, name in enumerate(names):
+        columns += [signals.pressure[index], signals.thickness[index], signals.loading[index]]
+        header += [f"{name}_p", f"{name}_thickness", f"{name}_loading"]
+    with replacing(folder / "signals.csv") as temporary:
+        np.savetxt(temporary, np.column_stack(columns), delimiter=",", header=",".join(header))
+    rate = 1.0 / (signals.times[1] - signals.times[0])
+    oaspl = write_spectra(folder, names, signals.pressure, rate)
+    if len(arc_angles):
+        directivity_plot(folder / "directivity.png", arc_angles, oaspl[-len(arc_angles) :])
+    return oaspl
