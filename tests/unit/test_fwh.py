@@ -1,6 +1,7 @@
 """Ffowcs Williams–Hawkings solver against analytic monopole, moving monopole and dipole."""
 
 import itertools
+
 import numpy as np
 import pytest
 
