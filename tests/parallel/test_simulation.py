@@ -161,3 +161,27 @@ def test_fields_are_written_as_an_adios2_series_paraview_can_read(tmp_path_facto
     assert ("vtk.xml" in attributes) == (stretching == 0.0)
     if stretching == 0.0:
         ElementTree.fromstring(attributes["vtk.xml"]["Value"].strip('"'))
+
+    # The plain-VTK fallback: fields.pvd lists both steps; a VTK reader gets the same u.
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLGenericDataObjectReader
+
+    entries = ElementTree.parse(folder / "fields.pvd").getroot().iter("DataSet")
+    files = [entry.get("file") for entry in entries]
+    suffix = ".vti" if stretching == 0.0 else ".vtr"
+    assert files == [f"fields_vtk/step_{step:08d}{suffix}" for step in (3, 6)]
+    reader = vtkXMLGenericDataObjectReader()
+    reader.SetFileName(str(folder / files[-1]))
+    reader.Update()
+    dataset = reader.GetOutput()
+    assert dataset.GetNumberOfCells() == nx * ny * nz
+    values = vtk_to_numpy(dataset.GetCellData().GetArray("u")).reshape(nz, ny, nx)
+    assert np.array_equal(values, last)
+    if stretching:
+        assert np.allclose(vtk_to_numpy(dataset.GetYCoordinates()), case_faces_y(case))
+
+
+def case_faces_y(case):
+    from tachyflow.numerics.grid import tanh_faces
+
+    return tanh_faces(case.grid.cells[1], case.grid.lengths[1], case.grid.stretching)
