@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tachyflow.bench import (
     collectives,
+    noise_exchange,
     npb,
     pingpong,
     poisson,
@@ -32,6 +33,7 @@ BENCHMARKS = {
     "unstructured": unstructured,
     "npb": npb,
     "scaling": scaling,
+    "noise-exchange": noise_exchange,
 }
 
 

@@ -1,7 +1,7 @@
 """Staggered (MAC) Cartesian grid: x and z periodic and uniform, y uniform or stretched.
 
 Pressure lives at cell centres; velocity component ``u`` on x-faces, ``v`` on y-faces and
-``w`` on z-faces, each stored at the index of the cell whose lower face it sits on. In y,
+``w`` on z-faces, each stored at the index of the cell whose upper face it sits on. In y,
 ``faces_y`` (``ny + 1`` values) define the cells, so walls may be clustered with a tanh
 stretching; a periodic y must be uniform.
 """

@@ -12,10 +12,12 @@ from tachyflow.parallel.pencil import (
     process_grids,
     split_bounds,
 )
+from tachyflow.parallel.sparse_gather import NoiseSourceExchange
 from tachyflow.parallel.transpose import Transposer, TransposeRequest
 
 __all__ = [
     "HaloExchange",
+    "NoiseSourceExchange",
     "Pencil",
     "PencilDecomposition",
     "TransposeRequest",
