@@ -18,6 +18,14 @@ from tachyflow.errors import ConfigError
 
 INITIAL_CONDITIONS = ("rest", "taylor-green", "poiseuille", "perturbed-channel")
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
+SURFACES = ("none", "sphere", "box", "cylinder", "mesh")
+EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
+SYNCS = ("auto", "lock", "fence", "pscw")
+PLANES = ("xy", "xz", "yz")
+PIPELINES = ("slice", "isosurface", "probes", "statistics")
+MODES = ("insitu", "transit")
+QUEUE_FULL_POLICIES = ("Block", "Discard")
+FIELDS = ("u", "v", "w", "p", "speed")
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class OutputSection:
     checkpoint_every: int = 0
     images_every: int = 0
     fields_every: int = 0
+    vtk_fields: bool = True  # also VTK XML files + fields.pvd beside fields.bp
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,80 @@ class ParallelSection:
     """``[parallel]``: the process grid (``[0, 0]``: chosen automatically)."""
 
     proc_grid: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class AcousticsSection:
+    """``[acoustics]``: a permeable FW-H surface sampled from the flow as the run goes.
+
+    ``surface = "none"`` (the default) switches it off. The surface is a ``sphere``
+    (``centre``, ``radius``, about ``panels`` panels), a ``cylinder`` (``centre``, ``axis``,
+    ``radius``, ``length``, ``panels``), a ``box`` (``lower``, ``upper``, ``spacing``) or a
+    surface ``mesh`` file read with meshio. Observers are points and/or an arc (as in the
+    observers file of ``tachyflow acoustics``).
+    """
+
+    surface: str = "none"
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    radius: float = 1.0
+    panels: int = 2000
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    length: float = 1.0
+    lower: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    upper: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    spacing: float = 0.1
+    mesh: str = ""
+    every: int = 1
+    exchange: str = "auto"
+    sync: str = "auto"
+    c0: float = 340.0
+    rho0: float = 1.0
+    p0: float = 0.0
+    samples: int = 1024
+    duration: float = 0.0  # simulated time the record covers; 0: steps x dt
+    observers: tuple[tuple[float, float, float], ...] = ()
+    arc_radius: float = 0.0  # 0: no arc
+    arc_plane: str = "xy"
+    arc_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    arc_start: float = 0.0
+    arc_stop: float = 180.0
+    arc_count: int = 13
+    write_surface: bool = True
+
+
+@dataclass(frozen=True)
+class PipelineSection:
+    """``[[insitu.pipeline]]``: one visualisation made every ``every`` steps (or every
+    ``every_time`` of simulated time), in situ (by the ranks) or in transit (by
+    ``tachyflow transit-render``)."""
+
+    name: str = "pipeline"
+    kind: str = "slice"
+    field: str = "u"
+    colour_by: str = ""  # isosurface: the field that colours it (default: field)
+    plane: str = "xy"  # slice: the plane, at ``position`` along its normal axis
+    position: float = 0.0
+    value: float = 0.0  # isosurface level
+    points: tuple[tuple[float, float, float], ...] = ()  # probes
+    colour_map: str = "viridis"
+    range: tuple[float, float] = (0.0, 0.0)  # (0, 0): from the data
+    every: int = 0
+    every_time: float = 0.0
+    mode: str = "insitu"
+
+
+@dataclass(frozen=True)
+class InsituSection:
+    """``[insitu]``: visualisation pipelines and the in-transit stream's settings."""
+
+    width: int = 800
+    height: int = 600
+    monitor: bool = False  # publish metrics and images for `tachyflow view`
+    aggregators: int = 1
+    queue_limit: int = 4
+    queue_full_policy: str = "Discard"
+    reserve_queue_limit: int = 2
+    pipeline: tuple[PipelineSection, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +170,8 @@ class Config:
     time: TimeSection = field(default_factory=TimeSection)
     output: OutputSection = field(default_factory=OutputSection)
     parallel: ParallelSection = field(default_factory=ParallelSection)
+    acoustics: AcousticsSection = field(default_factory=AcousticsSection)
+    insitu: InsituSection = field(default_factory=InsituSection)
     source: str = field(default="", compare=False)
 
     def replace(self, section: str, **values) -> Config:
@@ -100,14 +185,22 @@ class Config:
         """The resolved configuration as TOML (written to a run's ``config.toml``)."""
         lines = []
         for section in dataclasses.fields(self):
-            if section.name == "source":
-                continue
-            lines.append(f"[{section.name}]")
-            for item in dataclasses.fields(getattr(self, section.name)):
-                value = getattr(getattr(self, section.name), item.name)
-                lines.append(f"{item.name} = {_toml_value(value)}")
-            lines.append("")
+            if section.name != "source":
+                lines += _table_lines(section.name, getattr(self, section.name), "[{}]")
         return "\n".join(lines)
+
+
+def _table_lines(name: str, table, header: str) -> list[str]:
+    """TOML lines of one section; tuples of tables become ``[[name.key]]`` arrays."""
+    lines, nested = [header.format(name)], []
+    for item in dataclasses.fields(table):
+        value = getattr(table, item.name)
+        if value and isinstance(value, tuple) and dataclasses.is_dataclass(value[0]):
+            for entry in value:
+                nested += _table_lines(f"{name}.{item.name}", entry, "[[{}]]")
+        else:
+            lines.append(f"{item.name} = {_toml_value(value)}")
+    return [*lines, "", *nested]
 
 
 def _toml_value(value) -> str:
@@ -122,6 +215,13 @@ def _toml_value(value) -> str:
 
 def _convert(value, annotation, key: str, source: str):
     """Check ``value`` against a field type; ints are accepted where floats are expected."""
+    if typing.get_origin(annotation) is tuple and typing.get_args(annotation)[-1] is Ellipsis:
+        item_type = typing.get_args(annotation)[0]
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: '{key}' must be a list, got {value!r}")
+        if dataclasses.is_dataclass(item_type):
+            return tuple(_section(item_type, item, key, source) for item in value)
+        return tuple(_convert(item, item_type, key, source) for item in value)
     if typing.get_origin(annotation) is tuple:
         item_types = typing.get_args(annotation)
         if not isinstance(value, list) or len(value) != len(item_types):
@@ -216,12 +316,89 @@ def _validate(config: Config, source: str) -> None:
     for key in ("statistics_every", "checkpoint_every", "images_every", "fields_every"):
         value = getattr(output, key)
         require(value >= 0, f"output.{key}", ">= 0", value)
+    _validate_acoustics(config.acoustics, config.time, require)
+    _validate_insitu(config.insitu, require)
     require(
         all(p >= 0 for p in config.parallel.proc_grid),
         "parallel.proc_grid",
         "two integers >= 0",
         config.parallel.proc_grid,
     )
+
+
+def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:
+    require(acoustics.surface in SURFACES, "acoustics.surface", f"one of {SURFACES}",
+            acoustics.surface)  # fmt: skip
+    if acoustics.surface == "none":
+        return
+    for key in ("radius", "length", "spacing", "c0", "rho0"):
+        value = getattr(acoustics, key)
+        require(value > 0, f"acoustics.{key}", "positive", value)
+    require(acoustics.panels >= 8, "acoustics.panels", ">= 8", acoustics.panels)
+    require(acoustics.every >= 1, "acoustics.every", ">= 1", acoustics.every)
+    require(acoustics.samples >= 8, "acoustics.samples", ">= 8", acoustics.samples)
+    require(acoustics.exchange in EXCHANGES, "acoustics.exchange", f"one of {EXCHANGES}",
+            acoustics.exchange)  # fmt: skip
+    require(acoustics.sync in SYNCS, "acoustics.sync", f"one of {SYNCS}", acoustics.sync)
+    require(acoustics.arc_plane in PLANES, "acoustics.arc_plane", f"one of {PLANES}",
+            acoustics.arc_plane)  # fmt: skip
+    require(acoustics.arc_radius >= 0, "acoustics.arc_radius", ">= 0", acoustics.arc_radius)
+    require(acoustics.arc_count >= 1, "acoustics.arc_count", ">= 1", acoustics.arc_count)
+    require(
+        bool(acoustics.observers) or acoustics.arc_radius > 0,
+        "acoustics.observers",
+        "at least one observer (or an arc with arc_radius > 0)",
+        acoustics.observers,
+    )
+    require(acoustics.surface != "mesh" or bool(acoustics.mesh), "acoustics.mesh",
+            "a surface mesh file with surface = 'mesh'", acoustics.mesh)  # fmt: skip
+    require(
+        all(lo < hi for lo, hi in zip(acoustics.lower, acoustics.upper, strict=True))
+        or acoustics.surface != "box",
+        "acoustics.upper",
+        "above acoustics.lower in every direction",
+        acoustics.upper,
+    )
+    require(acoustics.duration >= 0, "acoustics.duration", ">= 0", acoustics.duration)
+    require(
+        acoustics.duration > 0 or time.dt > 0,
+        "acoustics.duration",
+        "> 0 with an adaptive time step (time.dt = 0): the observer window needs the "
+        "simulated time the record will cover",
+        acoustics.duration,
+    )
+
+
+def _validate_insitu(insitu: InsituSection, require) -> None:
+    require(insitu.width >= 16 and insitu.height >= 16, "insitu.width",
+            "an image of at least 16 x 16 pixels", (insitu.width, insitu.height))  # fmt: skip
+    require(insitu.aggregators >= 1, "insitu.aggregators", ">= 1", insitu.aggregators)
+    require(insitu.queue_limit >= 0, "insitu.queue_limit", ">= 0", insitu.queue_limit)
+    require(insitu.reserve_queue_limit >= 0, "insitu.reserve_queue_limit", ">= 0",
+            insitu.reserve_queue_limit)  # fmt: skip
+    require(insitu.queue_full_policy in QUEUE_FULL_POLICIES, "insitu.queue_full_policy",
+            f"one of {QUEUE_FULL_POLICIES}", insitu.queue_full_policy)  # fmt: skip
+    names = [pipeline.name for pipeline in insitu.pipeline]
+    require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
+            names)  # fmt: skip
+    for pipeline in insitu.pipeline:
+        key = f"insitu.pipeline '{pipeline.name}'"
+        require(pipeline.kind in PIPELINES, f"{key} kind", f"one of {PIPELINES}", pipeline.kind)
+        require(pipeline.mode in MODES, f"{key} mode", f"one of {MODES}", pipeline.mode)
+        require(pipeline.field in FIELDS, f"{key} field", f"one of {FIELDS}", pipeline.field)
+        require(pipeline.colour_by in ("", *FIELDS), f"{key} colour_by", f"one of {FIELDS}",
+                pipeline.colour_by)  # fmt: skip
+        require(pipeline.plane in PLANES, f"{key} plane", f"one of {PLANES}", pipeline.plane)
+        require(pipeline.every >= 0 and pipeline.every_time >= 0, f"{key} every",
+                ">= 0", (pipeline.every, pipeline.every_time))  # fmt: skip
+        require((pipeline.every > 0) != (pipeline.every_time > 0), f"{key} every",
+                "either every (steps) or every_time (simulated time), not both",
+                (pipeline.every, pipeline.every_time))  # fmt: skip
+        require(pipeline.kind != "probes" or bool(pipeline.points), f"{key} points",
+                "at least one probe point", pipeline.points)  # fmt: skip
+        low, high = pipeline.range
+        require(low < high or low == high == 0, f"{key} range", "(low, high) with low < high, "
+                "or (0, 0) for the data's range", pipeline.range)  # fmt: skip
 
 
 def builtin_cases() -> list[str]:

@@ -9,6 +9,7 @@ divergence check after every step. Output folder::
     stats.csv       step, time, dt, CFL, energy, dissipation, bulk velocity, wall shear, ...
     timings.json    wall time per phase (FFT, transposes, TDMA, advection, ...)
     fields.bp/      ADIOS2 BP5 series of u, v, w, p at cell centres (Fides + VTX attributes)
+    fields.pvd      the same steps as VTK XML files in fields_vtk/ (.vti, or .vtr if stretched)
     checkpoints/    step_XXXXXXXX.npz (the last two)
     images/         velocity slices and the statistics history (PNG)
 """
@@ -30,6 +31,7 @@ from tachyflow.errors import SimulationDiverged
 from tachyflow.io.checkpoint import read_checkpoint, write_checkpoint
 from tachyflow.io.fields import FieldWriter
 from tachyflow.io.files import replacing
+from tachyflow.io.vtk_files import VTKFieldWriter
 from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
@@ -148,10 +150,12 @@ class Simulation:
             self._restore(restart)
         self._log_lines: list[str] = []
         self._fields = None
+        self._vtk_fields = None
         self._append_fields = restart is not None
         if self.root:
             self.output.mkdir(parents=True, exist_ok=True)
             (self.output / "config.toml").write_text(config.to_toml())
+        self.acoustics = None
 
     # -- output ----------------------------------------------------------------------------
 
@@ -241,7 +245,13 @@ class Simulation:
             self._fields = FieldWriter(
                 self.output / "fields.bp", solver.grid, append=self._append_fields
             )
+            if self.config.output.vtk_fields:
+                self._vtk_fields = VTKFieldWriter(
+                    self.output, solver.grid, append=self._append_fields
+                )
         self._fields.write(solver.steps, solver.time, gathered)
+        if self._vtk_fields is not None:
+            self._vtk_fields.write(solver.steps, solver.time, gathered)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -284,6 +294,8 @@ class Simulation:
         )
         step_times = []
         cfl = solver.cfl_number(self._time_step())
+        acoustics = self._start_acoustics(steps)
+        visualisation = self._start_visualisation()
         with runtime.progress_bar(f"{self.config.case.name}", steps) as advance:
             for _ in range(steps):
                 dt = self._time_step()
@@ -303,6 +315,10 @@ class Simulation:
                     self.write_images()
                 if output.fields_every and solver.steps % output.fields_every == 0:
                     self.write_fields()
+                if acoustics and solver.steps % self.config.acoustics.every == 0:
+                    acoustics.sample()
+                if visualisation:
+                    visualisation.after_step(self._metrics(dt, cfl, step_times[-1]))
                 advance(1)
         if not self.history or self.history[-1]["step"] != solver.steps:
             self._record(dt if steps else 0.0, cfl)
@@ -310,7 +326,53 @@ class Simulation:
         self.write_images()
         if output.fields_every and solver.steps % output.fields_every:
             self.write_fields()  # the final state, unless the loop just wrote it
-        return self._summary(step_times, checkpoint)
+        summary = self._summary(step_times, checkpoint)
+        if visualisation:
+            visualisation.close()
+            summary["visualisation"] = {
+                phase: self.decomposition.maximum(seconds)
+                for phase, seconds in visualisation.timings.items()
+            }
+        if acoustics:
+            summary["acoustics"] = acoustics.finish()
+            for name, level in (summary["acoustics"] or {}).get("observers", {}).items():
+                self.log(f"acoustics: {name} OASPL {level:.1f} dB")
+        return summary
+
+    def _start_visualisation(self):
+        """The adaptor of ``[insitu]``, when the case has pipelines or a monitor."""
+        section = self.config.insitu
+        if not section.pipeline and not section.monitor:
+            return None
+        from tachyflow.insitu.adaptor import VisualisationAdaptor
+
+        return VisualisationAdaptor(section, self.solver, self.output, self.history)
+
+    def _metrics(self, dt: float, cfl: float, seconds: float) -> dict:
+        """What the live viewer shows after a step."""
+        metrics = {
+            "step": self.solver.steps,
+            "time": self.solver.time,
+            "dt": dt,
+            "cfl": cfl,
+            "time_per_step": seconds,
+        }
+        if self.history:
+            metrics["kinetic_energy"] = self.history[-1]["kinetic_energy"]
+        return metrics
+
+    def _start_acoustics(self, steps: int):
+        """The in-run FW-H surface of ``[acoustics]``, sampled once now (collective)."""
+        section = self.config.acoustics
+        if section.surface == "none":
+            return None
+        from tachyflow.acoustics.in_run import InRunAcoustics
+
+        duration = section.duration or steps * self.config.time.dt
+        base = Path(self.config.source).parent if Path(self.config.source).is_file() else "."
+        self.acoustics = InRunAcoustics(section, self.solver, self.output, duration, base)
+        self.acoustics.sample()
+        return self.acoustics
 
     def _record(self, dt: float, cfl: float) -> None:
         statistics = self.solver.statistics()

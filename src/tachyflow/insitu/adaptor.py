@@ -1,0 +1,172 @@
+"""The one hook between a run's time loop and visualisation (``[insitu]`` of a case).
+
+:class:`VisualisationAdaptor` is called after every step (:meth:`after_step`); the solver
+knows nothing else about visualisation. For the pipelines that are due it makes the
+cell-centred fields with one ghost layer (one halo exchange per field), then
+
+- ``insitu`` pipelines: every rank extracts its piece, rank 0 gathers and draws
+  (``images/<pipeline>_<step>.png``);
+- ``transit`` pipelines: the fields they need go to the in-transit stream
+  (:class:`~tachyflow.insitu.transit.TransitWriter`); ``tachyflow transit-render`` draws
+  them in other processes, which may come and go;
+
+and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures
+for ``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
+times a second. The time spent is kept per phase (``timings``): extract, gather, render,
+transfer (to the stream), publish.
+"""
+
+from __future__ import annotations
+
+import time as clock
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.config import InsituSection
+from tachyflow.insitu.pipelines import Pipeline
+from tachyflow.numerics import stencils
+
+#: Least wall time between two monitor updates (the viewer polls twice a second).
+MONITOR_INTERVAL = 0.2
+PHASES = ("extract", "gather", "render", "transfer", "publish")
+
+
+class VisualisationAdaptor:
+    """Runs the case's visualisation pipelines as the simulation advances.
+
+    Parameters
+    ----------
+    section : InsituSection
+        The case's ``[insitu]`` section.
+    solver : IncompressibleSolver
+        The flow solver (fields, halo, decomposition, grid, step and time).
+    output : path
+        The run's folder: pictures go to ``images/``, the stream to ``transit/``.
+    history : list of dict
+        The run's statistics history (read by ``statistics`` pipelines and the monitor).
+
+    Notes
+    -----
+    Construction, :meth:`after_step` and :meth:`close` are collective over the solver's
+    decomposition.
+    """
+
+    def __init__(self, section: InsituSection, solver, output, history: list[dict]):
+        self.section = section
+        self.solver = solver
+        self.decomposition = solver.decomposition
+        self.output = Path(output)
+        self.history = history
+        self.root = self.decomposition.rank == 0
+        self.pipelines = [Pipeline(p, solver.grid, solver.time) for p in section.pipeline]
+        self.timings = dict.fromkeys(PHASES, 0.0)
+        self.images: dict[str, Path] = {}
+        self._scratch: dict[str, np.ndarray] = {}
+        self._renderer = None
+        self._transit = None
+        self._monitor = None
+        self._published = -np.inf
+        self._new_images: dict[str, Path] = {}
+        if any(p.section.mode == "transit" for p in self.pipelines):
+            from tachyflow.insitu.transit import TransitWriter
+
+            self._transit = TransitWriter.for_case(section, solver, self.output)
+        if section.monitor and self.root:
+            from tachyflow.insitu.monitor import MonitorPublisher
+
+            self._monitor = MonitorPublisher(self.output)
+
+    def _timed(self, phase: str, started: float) -> float:
+        now = clock.perf_counter()
+        self.timings[phase] += now - started
+        return now
+
+    def centred_fields(self, names) -> dict[str, np.ndarray]:
+        """Cell-centred ``names`` (u, v, w, p, speed) on ghosted pieces (collective)."""
+        solver = self.solver
+        halo = solver.halo
+        interior = halo.interior
+        velocity = {
+            "u": lambda: 0.5 * (interior(solver.u) + stencils.shifted(solver.u, di=-1)),
+            "v": lambda: 0.5 * (interior(solver.v) + stencils.shifted(solver.v, dj=-1)),
+            "w": lambda: 0.5 * (interior(solver.w) + stencils.shifted(solver.w, dk=-1)),
+        }
+        fields = {}
+        for name in names:
+            if name not in self._scratch:
+                self._scratch[name] = halo.allocate()
+            target = self._scratch[name]
+            if name == "p":
+                interior(target)[...] = interior(solver.p)
+            elif name == "speed":
+                interior(target)[...] = np.sqrt(sum(make() ** 2 for make in velocity.values()))
+            else:
+                interior(target)[...] = velocity[name]()
+            halo.exchange(target)
+            fields[name] = target
+        return fields
+
+    def after_step(self, metrics: dict) -> None:
+        """Run the pipelines due after this step; publish to the monitor (collective).
+
+        ``metrics`` holds what the viewer shows: step, time, dt, time_per_step, cfl and,
+        when the step computed statistics, kinetic_energy.
+        """
+        solver = self.solver
+        step, time = solver.steps, solver.time
+        due = [p for p in self.pipelines if p.cadence.due(step, time)]
+        if due:
+            names = dict.fromkeys(name for p in due for name in p.fields)
+            fields = self.centred_fields(names)
+            for pipeline in due:
+                if pipeline.section.mode == "insitu":
+                    self._run_in_situ(pipeline, fields, step, time)
+            transit = [p.name for p in due if p.section.mode == "transit"]
+            if transit:
+                started = clock.perf_counter()
+                needed = dict.fromkeys(n for p in due if p.name in transit for n in p.fields)
+                interior = self.solver.halo.interior
+                self._transit.write(
+                    step, time, {name: interior(fields[name]) for name in needed}, transit
+                )
+                self._timed("transfer", started)
+        if self._monitor is not None:
+            self._publish(metrics)
+
+    def _run_in_situ(self, pipeline: Pipeline, fields, step: int, time: float) -> None:
+        started = clock.perf_counter()
+        piece = pipeline.extract(fields, self.decomposition.pencil("y").start)
+        started = self._timed("extract", started)
+        whole = pipeline.gather(self.decomposition.comm, piece)
+        started = self._timed("gather", started)
+        if self.root:
+            if self._renderer is None and pipeline.kind in ("slice", "isosurface"):
+                from tachyflow.insitu.render import SceneRenderer
+
+                self._renderer = SceneRenderer((self.section.width, self.section.height))
+            folder = self.output / "images"
+            path = pipeline.draw(self._renderer, whole, folder, step, time, self.history)
+            self.images[pipeline.name] = self._new_images[pipeline.name] = path
+            self._timed("render", started)
+
+    def _publish(self, metrics: dict) -> None:
+        now = clock.perf_counter()
+        if now - self._published < MONITOR_INTERVAL and not self._new_images:
+            return
+        images = {name: path.read_bytes() for name, path in self._new_images.items()}
+        self._monitor.publish(int(metrics["step"]), float(metrics["time"]), metrics, images)
+        self._new_images = {}
+        self._published = self._timed("publish", now)
+
+    def close(self) -> None:
+        """Close the stream, the monitor and the renderer (collective)."""
+        if self._transit is not None:
+            self._transit.close()
+            self._transit = None
+        if self._monitor is not None:
+            self._monitor.close()
+            self._monitor = None
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
