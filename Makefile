@@ -32,11 +32,19 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install-bench: $(VENV)/.installed-bench
 
+# Debian's Chromium and its WebDriver: the live viewer is tested in a headless browser
+# (tests/cli/test_viewer.py; Selenium comes with the test extra).
+$(VENV)/.installed-browser: | $(BIN)/python
+	dpkg -s chromium chromium-driver >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq --no-install-recommends chromium chromium-driver)
+	touch $@
+
 demo: install
 	$(BIN)/tachyflow info
 	$(BIN)/tachyflow run channel -n $(RANKS) -o demo-results/channel
 
-test: install
+test: install $(VENV)/.installed-browser
 	$(BIN)/python -m pytest
 
 # Checks too long for `make test` (and those needing peers such as PETSc).

@@ -390,6 +390,55 @@ def build_parser() -> argparse.ArgumentParser:
     _add_benchmark_options(step, repeats=5)
     step.set_defaults(handler=command_bench_step)
 
+    noise = benchmarks.add_parser(
+        "noise-exchange",
+        help="seed 000's one-sided gathering of FW-H noise sources (Types A, B, C)",
+        description="Gather the FW-H source terms of a sphere of surface points from the "
+        "flow's y-pencils with every variant (two-sided; MPI_Put per point, aggregated per "
+        "target, or source terms computed where the flow lives; lock, fence and PSCW "
+        "synchronisation), check they agree bit for bit and time them interleaved: "
+        "breakdown per phase, messages per rank, the seed's speedups.",
+    )
+    _add_ranks_option(noise)
+    noise.add_argument(
+        "--points", type=_positive_int, default=20000, help="surface points (default 20000)"
+    )
+    noise.add_argument(
+        "--grid",
+        nargs=3,
+        type=_positive_int,
+        default=[64, 64, 64],
+        metavar=("NX", "NY", "NZ"),
+        help="cells of the periodic box (default 64^3)",
+    )
+    _add_repeats_option(noise, 10)
+    noise.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=2,
+        help="untimed exchanges per variant first (default 2)",
+    )
+    _add_output_option(noise)
+    noise.set_defaults(handler=command_bench_noise_exchange)
+
+    fwh = benchmarks.add_parser(
+        "fwh",
+        help="FW-H kernel throughput on one core next to a roofline bound",
+        description="Time the FW-H kernel (Farassat 1A with interpolation onto the observer "
+        "grid) on one core for a pulsating sphere, and measure in the same run the core's "
+        "vector FMA and scalar peaks, its triad bandwidth and its division and square-root "
+        "throughput: integrands and panel x observer-time samples per second, the fraction "
+        "of the roofline bound and of a division-aware bound.",
+    )
+    fwh.add_argument(
+        "--panels", type=_positive_int, default=2000, help="sphere panels (default 2000)"
+    )
+    fwh.add_argument("--observers", type=_positive_int, default=16, help="observers (default 16)")
+    fwh.add_argument("--steps", type=_positive_int, default=400, help="source steps (default 400)")
+    _add_repeats_option(fwh, 5)
+    _add_output_option(fwh)
+    fwh.set_defaults(handler=command_bench_fwh)
+
     model = commands.add_parser(
         "model",
         help="communication cost models: predict, simulate, fit, calibrate",
@@ -540,6 +589,24 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, help="HTML file to write (default FOLDER/report.html)"
     )
     report.set_defaults(handler=command_report)
+
+    view = commands.add_parser(
+        "view",
+        help="live web page of a running simulation",
+        description="Serve, on 127.0.0.1 only, a read-only page with the newest images and "
+        "metrics (step, simulated time, time per step, CFL, kinetic energy) of the run "
+        "publishing in RUN_DIR; it updates itself. The URL carries a random token that every "
+        "request needs. The stream is read only while a page is open; the run never waits. "
+        "Stop with Ctrl-C.",
+    )
+    view.add_argument("run_dir", metavar="RUN_DIR", help="output folder of the run")
+    view.add_argument(
+        "--port", type=_non_negative_int, default=0, help="TCP port (default: a free one)"
+    )
+    view.add_argument(
+        "--no-browser", action="store_true", help="print the URL only, do not open a browser"
+    )
+    view.set_defaults(handler=command_view)
     return parser
 
 
@@ -1390,6 +1457,45 @@ def orchestrate_unstructured(args, arguments) -> int:
     return 0
 
 
+def command_bench_noise_exchange(args) -> int:
+    """``tachyflow bench noise-exchange``."""
+    from tachyflow.bench import noise_exchange
+    from tachyflow.bench.results import write_json
+
+    document = noise_exchange.run_noise_exchange_benchmark(
+        args.points, args.grid, args.repeats, args.warmup, comm=runtime.world()
+    )
+    console = runtime.make_console()
+    if runtime.is_root():
+        stem = Path(args.output) / noise_exchange.stem(document)
+        json_path = write_json(stem.with_suffix(".json"), document)
+        png_path = noise_exchange.plot(document, stem.with_suffix(".png"))
+        noise_exchange.print_summary(document, console)
+        console.print(f"wrote {json_path} and {png_path}")
+    failed = [e["name"] for e in document["results"] if not e["verified"]]
+    if failed:
+        console.print(f"[red]results differ from two-sided for {', '.join(failed)}[/red]")
+        return EXIT_FAILURE
+    return 0
+
+
+def command_bench_fwh(args) -> int:
+    """``tachyflow bench fwh``."""
+    from tachyflow.bench import fwh
+    from tachyflow.bench.report import save
+
+    document = fwh.run_fwh_benchmark(args.panels, args.observers, args.steps, args.repeats)
+    console = runtime.make_console()
+    if runtime.is_root():
+        json_path, png_path = save(document, args.output)
+        fwh.print_summary(document, console)
+        console.print(f"wrote {json_path} and {png_path}")
+    if not document["results"][0]["verified"]:
+        console.print("[red]the kernel's signals differ from FWHSolver's: not timed[/red]")
+        return EXIT_FAILURE
+    return 0
+
+
 def command_acoustics(args) -> int:
     """``tachyflow acoustics``."""
     from tachyflow.acoustics import FWHSolver, offline
@@ -1420,6 +1526,28 @@ def command_report(args) -> int:
 
     output = write_report(args.folder, args.output)
     print(f"wrote {output}")
+    return 0
+
+
+def command_view(args) -> int:
+    """``tachyflow view``: serve the live page until Ctrl-C."""
+    import threading
+
+    from tachyflow.insitu.viewer import ViewerServer, open_in_browser
+
+    try:
+        server = ViewerServer(args.run_dir, port=args.port)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    with server:
+        print(f"viewing {args.run_dir} at {server.url}", flush=True)
+        if not args.no_browser:
+            open_in_browser(server.url)
+        print("press Ctrl-C to stop", flush=True)
+        try:
+            threading.Event().wait()  # the server runs in its own threads
+        except KeyboardInterrupt:
+            pass
     return 0
 
 
