@@ -18,12 +18,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[mpich,test]"
 	touch $@
 
-install: $(VENV)/.installed
+# Offscreen rendering (VTK through EGL on Mesa's software renderer when there is no GPU).
+$(VENV)/.installed-graphics: | $(BIN)/python
+	dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq --no-install-recommends libegl1 libegl-mesa0 libgl1-mesa-dri)
+	touch $@
+
+install: $(VENV)/.installed $(VENV)/.installed-graphics
 
 # mpi4py-fft, the peer of the transpose benchmark, compiles against FFTW.
 # PETSc (Debian's petsc4py on Open MPI), the peer of the unstructured solver, runs as a
 # separate process with the system Python.
-$(VENV)/.installed-bench: $(VENV)/.installed
+$(VENV)/.installed-bench: $(VENV)/.installed $(VENV)/.installed-graphics
 	dpkg -s libfftw3-dev python3-petsc4py openmpi-bin >/dev/null 2>&1 || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends \
 	    libfftw3-dev python3-petsc4py python3-numpy openmpi-bin)
