@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tachyflow.bench import (
     collectives,
+    fwh,
+    insitu,
     noise_exchange,
     npb,
     pingpong,
@@ -34,6 +36,8 @@ BENCHMARKS = {
     "npb": npb,
     "scaling": scaling,
     "noise-exchange": noise_exchange,
+    "fwh": fwh,
+    "insitu": insitu,
 }
 
 
