@@ -43,6 +43,25 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str, least: float, inclusive: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value >= least if inclusive else value > least) or value == float("inf"):
+        kind = "non-negative" if inclusive else "positive"
+        raise argparse.ArgumentTypeError(f"expected a {kind} number of seconds, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    return _seconds(text, 0.0, inclusive=False)
+
+
+def _non_negative_float(text: str) -> float:
+    return _seconds(text, 0.0, inclusive=True)
+
+
 def _proc_grid(text: str) -> tuple[int, int]:
     from tachyflow.parallel.pencil import parse_proc_grid
 
@@ -607,6 +626,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-browser", action="store_true", help="print the URL only, do not open a browser"
     )
     view.set_defaults(handler=command_view)
+
+    insitu = benchmarks.add_parser(
+        "insitu",
+        help="seed 004: time per step with in situ and in transit visualisation",
+        description="Run one Taylor-Green case under several visualisation set-ups (none, "
+        "in situ, in transit with Discard or Block and 1-2 fast or slow readers), repeated "
+        "and interleaved; report the time per iteration split into simulation, data "
+        "transfer and rendering, the overhead over no visualisation, and staging memory.",
+    )
+    insitu.add_argument("-n", "--ranks", dest="bench_ranks", type=_positive_int, default=2,
+                        metavar="N", help="ranks of the simulation (default 2)")  # fmt: skip
+    insitu.add_argument("--grid", type=_positive_int, default=64, help="cells per direction")
+    insitu.add_argument("--steps", type=_positive_int, default=60, help="steps per run")
+    insitu.add_argument("--every", type=_positive_int, default=5, help="steps between pictures")
+    insitu.add_argument("--repeats", type=_positive_int, default=3, help="runs per set-up")
+    insitu.add_argument("--delay", type=_non_negative_float, default=0.5,
+                        help="seconds per step of a slow reader")  # fmt: skip
+    insitu.add_argument("--variants", nargs="+", default=None, metavar="NAME",
+                        help="set-ups to run (default: all)")  # fmt: skip
+    _add_output_option(insitu)
+    insitu.set_defaults(handler=command_bench_insitu)
+
+    transit = commands.add_parser(
+        "transit-render",
+        help="draw a run's in-transit pipelines in separate processes",
+        description="Attach to the ADIOS2 SST streams of the run writing RUN_DIR (before it "
+        "starts, while it runs, or again later) and draw the pipelines of its case file "
+        "whose mode is 'transit' at the steps the run marks due, into "
+        "RUN_DIR/transit-images. Ends with the run; Ctrl-C detaches and the run goes on. "
+        "With -n M, M readers share the pipelines.",
+    )
+    _add_ranks_option(transit)
+    transit.add_argument("run_dir", metavar="RUN_DIR", help="output folder of the run")
+    transit.add_argument(
+        "--timeout", type=_positive_float, default=None,
+        help="seconds to wait for the run and for each step (default: no limit)",
+    )  # fmt: skip
+    transit.add_argument(
+        "--delay", type=_non_negative_float, default=0.0,
+        help="extra seconds per step (stands for a slow reader)",
+    )  # fmt: skip
+    transit.add_argument("-o", "--output", default=None, help="folder of the pictures")
+    transit.set_defaults(handler=command_transit_render)
     return parser
 
 
@@ -1548,6 +1610,53 @@ def command_view(args) -> int:
             threading.Event().wait()  # the server runs in its own threads
         except KeyboardInterrupt:
             pass
+    return 0
+
+
+def command_bench_insitu(args) -> int:
+    """``tachyflow bench insitu``: launches the runs itself (no MPI in this process)."""
+    from rich.table import Table
+
+    from tachyflow.bench import insitu
+    from tachyflow.bench.report import save
+
+    console = runtime.make_console()
+    document = insitu.run_insitu_benchmark(
+        args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
+        args.variants, progress=console.print,
+    )  # fmt: skip
+    json_path, png_path = save(document, args.output)
+    table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")
+    for column in ("set-up", "per iteration", "overhead", "simulation", "transfer",
+                   "rendering", "staging", "readers drew"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "set-up" else "right")
+    for entry in document["results"]:
+        staging = entry.get("staging_ratio")
+        table.add_row(
+            entry["name"], f"{entry['median'] * 1e3:.1f} ms", f"{entry['overhead']:+.1%}",
+            f"{entry['simulation'] * 1e3:.1f} ms", f"{entry['transfer'] * 1e3:.2f} ms",
+            f"{entry['rendering'] * 1e3:.2f} ms",
+            "" if staging is None else f"{staging:.2f}x step",
+            " ".join(map(str, entry.get("drawn", []))),
+        )  # fmt: skip
+    console.print(table)
+    console.print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+def command_transit_render(args) -> int:
+    """``tachyflow transit-render``: one reader per rank."""
+    from tachyflow.insitu.transit_render import render_in_transit
+
+    comm = runtime.world()
+    summary = render_in_transit(
+        args.run_dir, comm.Get_rank(), comm.Get_size(), args.timeout, args.delay, args.output
+    )
+    print(
+        f"reader {summary['reader']}: {summary['steps']} steps, {summary['drawn']} pictures, "
+        f"{summary['skipped']} skipped, end: {summary['end']}",
+        flush=True,
+    )
     return 0
 
 

@@ -118,13 +118,14 @@ def summarize(samples) -> dict:
 
 
 def new_results(benchmark: str, params: dict, comm) -> dict:
-    """The common part of a results document (collective over ``comm``)."""
+    """The common part of a results document (collective over ``comm``; ``comm=None`` in a
+    process that only launches others, which fills ``mpi`` from their results)."""
     return {
         "tachyflow": tachyflow.__version__,
         "benchmark": benchmark,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "mpi": mpi_info(comm),
+        "mpi": None if comm is None else mpi_info(comm),
         "versions": package_versions(),
         "git": git_commit(),
         "params": params,

@@ -65,6 +65,7 @@ class VisualisationAdaptor:
         self._scratch: dict[str, np.ndarray] = {}
         self._renderer = None
         self._transit = None
+        self._transit_bytes = None
         self._monitor = None
         self._published = -np.inf
         self._new_images: dict[str, Path] = {}
@@ -159,9 +160,21 @@ class VisualisationAdaptor:
         self._new_images = {}
         self._published = self._timed("publish", now)
 
+    def summary(self) -> dict:
+        """Seconds per phase (slowest rank), and for in transit the writer's staging
+        memory beside the step's data (collective)."""
+        maximum = self.decomposition.maximum
+        summary = {phase: maximum(seconds) for phase, seconds in self.timings.items()}
+        if self._transit_bytes is not None:
+            staging, data = self._transit_bytes
+            summary["staging_bytes"] = maximum(staging)
+            summary["step_bytes"] = maximum(data)
+        return summary
+
     def close(self) -> None:
         """Close the stream, the monitor and the renderer (collective)."""
         if self._transit is not None:
+            self._transit_bytes = (self._transit.buffer_bytes, self._transit.step_bytes)
             self._transit.close()
             self._transit = None
         if self._monitor is not None:

@@ -1,0 +1,235 @@
+"""``tachyflow bench insitu``: the cost of looking at a run (seed 004, Figs. 4 and 5).
+
+The same Taylor–Green case runs under several visualisation set-ups, each a separate
+``tachyflow run -n N`` (and ``tachyflow transit-render`` readers beside it), repeated and
+interleaved so that load changes on a shared machine hit all alike:
+
+``none``                no visualisation;
+``in situ``             the pipelines drawn by the ranks (rank 0 renders);
+``transit ...``         the fields streamed with ADIOS2 SST to 1 or 2 reader processes that
+                        draw, with ``Discard`` (monitoring: the run never waits) or ``Block``
+                        (lossless: a slow reader slows the run), readers fast or slow
+                        (``--delay`` seconds per step).
+
+Per set-up: the time per iteration (step, checks, outputs, visualisation), its split into
+simulation (the solver's step), data transfer (to the stream) and rendering (extract,
+gather, draw) on the ranks, the overhead over ``none``, the steps the readers drew and
+skipped, the writer's staging memory beside the step's data, and the readers' memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time as clock
+from pathlib import Path
+
+import numpy as np
+
+from tachyflow.bench.results import new_results
+from tachyflow.io.figures import pyplot, save_figure
+
+BENCHMARK = "insitu"
+#: name -> (mode, queue full policy, readers, slow)
+VARIANTS = {
+    "none": (None, None, 0, False),
+    "in situ": ("insitu", None, 0, False),
+    "transit Discard, 1 reader": ("transit", "Discard", 1, False),
+    "transit Discard, slow reader": ("transit", "Discard", 1, True),
+    "transit Block, 1 reader": ("transit", "Block", 1, False),
+    "transit Block, 2 readers": ("transit", "Block", 2, False),
+    "transit Block, slow reader": ("transit", "Block", 1, True),
+}
+
+
+def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None) -> str:
+    """A Taylor–Green case with an isosurface and a slice every ``every`` steps."""
+    text = f"""
+[case]
+name = "insitu-bench"
+[grid]
+cells = [{grid}, {grid}, {grid}]
+lengths = [6.283185307179586, 6.283185307179586, 6.283185307179586]
+[flow]
+viscosity = 0.000625
+initial = "taylor-green"
+[time]
+steps = {steps}
+dt = 0.02
+[output]
+statistics_every = {every}
+"""
+    if mode is None:
+        return text
+    text += f"""
+[insitu]
+width = 640
+height = 480
+queue_limit = 4
+reserve_queue_limit = 1
+queue_full_policy = "{policy or "Discard"}"
+"""
+    for name, body in (
+        ("speed", 'kind = "isosurface"\nfield = "speed"\nvalue = 0.5\ncolour_by = "p"'),
+        ("vorticity-plane", 'kind = "slice"\nfield = "u"\nplane = "xy"\nposition = 1.0'),
+    ):
+        text += f'\n[[insitu.pipeline]]\nname = "{name}"\n{body}\nevery = {every}\n'
+        text += f'mode = "{mode}"\n'
+    return text
+
+
+def _tachyflow(*arguments) -> list[str]:
+    return [sys.executable, "-m", "tachyflow", *arguments]
+
+
+def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
+                delay: float, timeout: float) -> dict:  # fmt: skip
+    """One run of a set-up (with its readers); its measurements."""
+    mode, policy, readers, slow = VARIANTS[name]
+    run_dir = folder / "run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    case = folder / "case.toml"
+    case.write_text(case_text(grid, steps, every, mode, policy))
+    environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    reader_processes = []
+    if readers:
+        command = ["transit-render", str(run_dir), "--timeout", str(timeout)]
+        if slow:
+            command += ["--delay", str(delay)]
+        if readers > 1:
+            command += ["-n", str(readers)]
+        # Readers start first and wait for the run, as a user's would.
+        reader_processes.append(
+            subprocess.Popen(_tachyflow(*command), env=environment,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        )  # fmt: skip
+    run = subprocess.run(
+        _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir)),
+        env=environment, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    if run.returncode:
+        for process in reader_processes:
+            process.kill()
+        raise RuntimeError(f"{name}: the run failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+    for process in reader_processes:
+        output, _ = process.communicate(timeout=timeout)
+        if process.returncode:
+            raise RuntimeError(f"{name}: a reader failed:\n{output[-2000:]}")
+    summary = json.loads((run_dir / "timings.json").read_text())
+    visual = summary.get("visualisation", {})
+    count = summary["steps"]
+    rendering = sum(visual.get(phase, 0.0) for phase in ("extract", "gather", "render"))
+    entry = {
+        "name": name,
+        "iteration": summary["time_per_iteration"]["mean"],
+        "step": summary["time_per_step"]["median"],
+        "transfer": visual.get("transfer", 0.0) / count,
+        "rendering": rendering / count,
+        "mpi": summary["mpi"],
+    }
+    if "step_bytes" in visual:
+        entry["step_bytes"] = visual["step_bytes"]
+        entry["staging_bytes"] = visual["staging_bytes"] + visual["step_bytes"]
+    reports = [json.loads(path.read_text()) for path in run_dir.glob("transit-render-*.json")]
+    if reports:
+        entry["readers"] = {
+            "drawn": sum(report["drawn"] for report in reports),
+            "steps": [report["steps"] for report in reports],
+            "skipped": sum(report["skipped"] for report in reports),
+            "extra_memory": max(r["peak_memory"] - r["baseline_memory"] for r in reports),
+        }
+    return entry
+
+
+def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every: int = 5,
+                         repeats: int = 3, delay: float = 0.5, variants=None,
+                         timeout: float = 600.0, progress=None) -> dict:  # fmt: skip
+    """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module)."""
+    names = list(VARIANTS) if variants is None else list(variants)
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown set-ups {unknown}; known: {list(VARIANTS)}")
+    if "none" not in names:
+        names.insert(0, "none")
+    params = {"ranks": ranks, "grid": grid, "steps": steps, "every": every,
+              "repeats": repeats, "delay": delay, "variants": names}  # fmt: skip
+    document = new_results(BENCHMARK, params, None)
+    samples: dict[str, list[dict]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory() as scratch:
+        for repeat in range(repeats):
+            # Rotate the order each round so no set-up always runs first.
+            order = names[repeat % len(names) :] + names[: repeat % len(names)]
+            for name in order:
+                if progress:
+                    progress(f"round {repeat + 1}/{repeats}: {name}")
+                started = clock.perf_counter()
+                entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
+                                    timeout)  # fmt: skip
+                entry["wall"] = clock.perf_counter() - started
+                samples[name].append(entry)
+    document["mpi"] = samples["none"][0]["mpi"]
+    baseline = float(np.median([s["iteration"] for s in samples["none"]]))
+    data_bytes = 4 * grid**3 * 8  # u, v, w, p in double precision
+    for name in names:
+        runs = samples[name]
+        result = {
+            "name": name,
+            "verified": True,
+            "samples": [s["iteration"] for s in runs],
+            "median": float(np.median([s["iteration"] for s in runs])),
+            "simulation": float(np.median([s["step"] for s in runs])),
+            "transfer": float(np.median([s["transfer"] for s in runs])),
+            "rendering": float(np.median([s["rendering"] for s in runs])),
+        }
+        result["overhead"] = result["median"] / baseline - 1.0
+        if "step_bytes" in runs[0]:
+            result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]
+        if "readers" in runs[0]:
+            result["drawn"] = [s["readers"]["drawn"] for s in runs]
+            result["skipped"] = [s["readers"]["skipped"] for s in runs]
+            result["reader_extra_memory_ratio"] = float(
+                np.median([s["readers"]["extra_memory"] for s in runs]) / data_bytes
+            )
+        document["results"].append(result)
+    return document
+
+
+def stem(document: dict) -> str:
+    """File name of a results document."""
+    params = document["params"]
+    return f"insitu_{params['grid']}cubed_{params['ranks']}ranks"
+
+
+def plot(document: dict, path) -> Path:
+    """Stacked bars per set-up: simulation, transfer, rendering, rest of the iteration."""
+    plt = pyplot()
+    results = document["results"]
+    names = [r["name"] for r in results]
+    parts = {
+        "simulation": [r["simulation"] for r in results],
+        "data transfer": [r["transfer"] for r in results],
+        "rendering (in situ)": [r["rendering"] for r in results],
+    }
+    parts["other"] = [
+        max(r["median"] - r["simulation"] - r["transfer"] - r["rendering"], 0.0) for r in results
+    ]
+    figure, axis = plt.subplots(figsize=(9, 4.5))
+    bottom = np.zeros(len(results))
+    for label, values in parts.items():
+        values = np.array(values) * 1e3
+        axis.barh(names, values, left=bottom, label=label)
+        bottom += values
+    for index, result in enumerate(results):
+        axis.text(bottom[index], index, f"  {result['overhead']:+.1%}", va="center")
+    axis.invert_yaxis()
+    axis.set_xlabel("time per iteration (ms, median)")
+    params = document["params"]
+    axis.set_title(f"Visualising a {params['grid']}³ run on {params['ranks']} ranks")
+    axis.legend(loc="lower right", fontsize="small")
+    figure.tight_layout()
+    return save_figure(figure, path, dpi=110)
