@@ -21,8 +21,6 @@ for inspection in ParaView.
 from __future__ import annotations
 
 import collections
-import contextlib
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
+from tachyflow.io.mesh import read_meshio
 
 PANEL_TYPES = {"triangle": 3, "quad": 4}
 VTK_SUFFIXES = {".vtu": "vtu", ".vtk": "vtk"}
@@ -461,19 +460,7 @@ def from_mesh(path) -> Surface:
         An edge shared by more than two panels, a non-orientable piece (Möbius strip), or
         the checks of :class:`Surface`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: surface mesh file does not exist")
-    # meshio reports through print and rich, and meshio.read calls sys.exit when no reader
-    # succeeds: its output is captured to word our own error.
-    messages = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(messages), contextlib.redirect_stderr(messages):
-            mesh = meshio.read(path)
-    # Malformed input fails with whatever the format's parser raises.
-    except (Exception, SystemExit) as error:
-        reason = " ".join(messages.getvalue().split()) or f"{type(error).__name__}: {error}"
-        raise ConfigError(f"{path}: cannot read as a surface mesh ({reason})") from error
+    mesh = read_meshio(Path(path), "surface mesh", "such as STL, VTK .vtu or Gmsh .msh")
     blocks = [(b.type, b.data) for b in mesh.cells if b.type in PANEL_TYPES and len(b.data)]
     if not blocks:
         found = sorted({block.type for block in mesh.cells}) or ["none"]

@@ -498,6 +498,31 @@ def build_mesh(points, cell_blocks) -> UnstructuredMesh:
     )
 
 
+def read_meshio(path: Path, what: str, examples: str):
+    """``meshio.read(path)``, with every way it fails as a ConfigError naming the file.
+
+    meshio reports through print and rich on stdout/stderr, and ``meshio.read`` calls
+    ``sys.exit`` when no reader succeeds: its output is captured to word our own error (or
+    a warning, after a successful read) and SystemExit counts as a failure to read.
+    """
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} file does not exist")
+    messages = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(messages), contextlib.redirect_stderr(messages):
+            mesh = meshio.read(path)
+    # meshio's readers fail on malformed input with whatever their parser raises (ReadError,
+    # ValueError, KeyError, struct or XML errors...): all of them mean an unreadable file.
+    except (Exception, SystemExit) as error:
+        reason = " ".join(messages.getvalue().split()) or f"{type(error).__name__}: {error}"
+        raise ConfigError(
+            f"{path}: cannot read as a {what} ({reason}); expected a file meshio reads, {examples}"
+        ) from error
+    if messages.getvalue().strip():
+        warnings.warn(f"{path}: {' '.join(messages.getvalue().split())}", stacklevel=3)
+    return mesh
+
+
 def read_mesh(path) -> UnstructuredMesh:
     """Read a mesh file with meshio (Gmsh ``.msh``, VTK ``.vtu``/``.vtk``, ...).
 
@@ -522,25 +547,7 @@ def read_mesh(path) -> UnstructuredMesh:
         named).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: mesh file does not exist")
-    # meshio reports through print and rich on stdout/stderr, and meshio.read calls
-    # sys.exit when no reader succeeds: its output is captured to word our own error (or
-    # a warning, after a successful read) and SystemExit counts as a failure to read.
-    messages = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(messages), contextlib.redirect_stderr(messages):
-            mesh = meshio.read(path)
-    # meshio's readers fail on malformed input with whatever their parser raises (ReadError,
-    # ValueError, KeyError, struct or XML errors...): all of them mean an unreadable file.
-    except (Exception, SystemExit) as error:
-        reason = " ".join(messages.getvalue().split()) or f"{type(error).__name__}: {error}"
-        raise ConfigError(
-            f"{path}: cannot read as a mesh ({reason}); expected a file meshio reads, such "
-            "as Gmsh .msh or VTK .vtu"
-        ) from error
-    if messages.getvalue().strip():
-        warnings.warn(f"{path}: {' '.join(messages.getvalue().split())}", stacklevel=2)
+    mesh = read_meshio(path, "mesh", "such as Gmsh .msh or VTK .vtu")
     blocks = [(block.type, block.data) for block in mesh.cells if block.type in CELL_FACES]
     if not any(len(connectivity) for _, connectivity in blocks):
         found = sorted({block.type for block in mesh.cells}) or "no cells"
