@@ -373,7 +373,13 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
     require(insitu.width >= 16 and insitu.height >= 16, "insitu.width",
             "an image of at least 16 x 16 pixels", (insitu.width, insitu.height))  # fmt: skip
     require(insitu.aggregators >= 1, "insitu.aggregators", ">= 1", insitu.aggregators)
-    require(insitu.queue_limit >= 0, "insitu.queue_limit", ">= 0", insitu.queue_limit)
+    require(
+        insitu.queue_limit >= insitu.reserve_queue_limit + 2,
+        "insitu.queue_limit",
+        f"at least reserve_queue_limit + 2 = {insitu.reserve_queue_limit + 2} (SST stalls "
+        "when the reserve fills the queue)",
+        insitu.queue_limit,
+    )
     require(insitu.reserve_queue_limit >= 0, "insitu.reserve_queue_limit", ">= 0",
             insitu.reserve_queue_limit)  # fmt: skip
     require(insitu.queue_full_policy in QUEUE_FULL_POLICIES, "insitu.queue_full_policy",
