@@ -12,8 +12,8 @@ cell-centred fields with one ghost layer (one halo exchange per field), then
 
 and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures
 for ``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
-times a second. The time spent is kept per phase (``timings``): extract, gather, render,
-transfer (to the stream), publish.
+times a second. The time spent is kept per phase (``timings``): prepare (cell-centred
+fields), extract, gather, render, transfer (to the stream), publish.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tachyflow.numerics import stencils
 
 #: Least wall time between two monitor updates (the viewer polls twice a second).
 MONITOR_INTERVAL = 0.2
-PHASES = ("extract", "gather", "render", "transfer", "publish")
+PHASES = ("prepare", "extract", "gather", "render", "transfer", "publish")
 
 
 class VisualisationAdaptor:
@@ -63,6 +63,7 @@ class VisualisationAdaptor:
         self.timings = dict.fromkeys(PHASES, 0.0)
         self.images: dict[str, Path] = {}
         self._scratch: dict[str, np.ndarray] = {}
+        self._centred_buffers: dict[str, np.ndarray] = {}
         self._renderer = None
         self._transit = None
         self._transit_bytes = None
@@ -83,29 +84,42 @@ class VisualisationAdaptor:
         self.timings[phase] += now - started
         return now
 
-    def centred_fields(self, names) -> dict[str, np.ndarray]:
-        """Cell-centred ``names`` (u, v, w, p, speed) on ghosted pieces (collective)."""
+    def _centred(self, name: str) -> np.ndarray:
+        """Cell-centred ``name`` on this rank's own cells, in a contiguous buffer kept
+        between steps (the stream copies contiguous pieces fastest)."""
         solver = self.solver
-        halo = solver.halo
-        interior = halo.interior
-        velocity = {
-            "u": lambda: 0.5 * (interior(solver.u) + stencils.shifted(solver.u, di=-1)),
-            "v": lambda: 0.5 * (interior(solver.v) + stencils.shifted(solver.v, dj=-1)),
-            "w": lambda: 0.5 * (interior(solver.w) + stencils.shifted(solver.w, dk=-1)),
-        }
+        interior = solver.halo.interior
+        if name not in self._centred_buffers:
+            self._centred_buffers[name] = np.empty(interior(solver.p).shape)
+        out = self._centred_buffers[name]
+        if name == "p":
+            out[...] = interior(solver.p)
+        elif name == "speed":
+            out.fill(0.0)
+            for component in ("u", "v", "w"):
+                centred = self._centred(component)
+                out += centred * centred
+            np.sqrt(out, out=out)
+        else:
+            field = getattr(solver, name)
+            shift = {"u": {"di": -1}, "v": {"dj": -1}, "w": {"dk": -1}}[name]
+            np.add(interior(field), stencils.shifted(field, **shift), out=out)
+            out *= 0.5
+        return out
+
+    def centred_fields(self, names, ghosted=()) -> dict[str, np.ndarray]:
+        """Cell-centred ``names`` (u, v, w, p, speed) on this rank's cells; those also in
+        ``ghosted`` on a ghosted piece (a halo exchange each: collective)."""
+        halo = self.solver.halo
         fields = {}
         for name in names:
-            if name not in self._scratch:
-                self._scratch[name] = halo.allocate()
-            target = self._scratch[name]
-            if name == "p":
-                interior(target)[...] = interior(solver.p)
-            elif name == "speed":
-                interior(target)[...] = np.sqrt(sum(make() ** 2 for make in velocity.values()))
-            else:
-                interior(target)[...] = velocity[name]()
-            halo.exchange(target)
-            fields[name] = target
+            fields[name] = self._centred(name)
+            if name in ghosted:
+                if name not in self._scratch:
+                    self._scratch[name] = halo.allocate()
+                halo.interior(self._scratch[name])[...] = fields[name]
+                halo.exchange(self._scratch[name])
+                fields[name] = self._scratch[name]
         return fields
 
     def after_step(self, metrics: dict) -> None:
@@ -117,21 +131,23 @@ class VisualisationAdaptor:
         solver = self.solver
         step, time = solver.steps, solver.time
         due = [p for p in self.pipelines if p.cadence.due(step, time)]
-        if due:
-            names = dict.fromkeys(name for p in due for name in p.fields)
+        in_situ = [p for p in due if p.section.mode == "insitu"]
+        transit = [p for p in due if p.section.mode == "transit"]
+        if in_situ:
+            started = clock.perf_counter()
+            names = dict.fromkeys(name for p in in_situ for name in p.fields)
+            # In situ extraction needs ghost layers; the stream needs only own cells.
+            fields = self.centred_fields(names, ghosted=names)
+            self._timed("prepare", started)
+            for pipeline in in_situ:
+                self._run_in_situ(pipeline, fields, step, time)
+        if transit:
+            started = clock.perf_counter()
+            names = dict.fromkeys(name for p in transit for name in p.fields)
             fields = self.centred_fields(names)
-            for pipeline in due:
-                if pipeline.section.mode == "insitu":
-                    self._run_in_situ(pipeline, fields, step, time)
-            transit = [p.name for p in due if p.section.mode == "transit"]
-            if transit:
-                started = clock.perf_counter()
-                needed = dict.fromkeys(n for p in due if p.name in transit for n in p.fields)
-                interior = self.solver.halo.interior
-                self._transit.write(
-                    step, time, {name: interior(fields[name]) for name in needed}, transit
-                )
-                self._timed("transfer", started)
+            started = self._timed("prepare", started)
+            self._transit.write(step, time, fields, [p.name for p in transit])
+            self._timed("transfer", started)
         if self._monitor is not None:
             self._publish(metrics)
 

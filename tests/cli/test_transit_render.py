@@ -1,0 +1,77 @@
+"""In transit end to end: a reader started before the run draws what the run marks due."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from tests.cli.test_cli import tachyflow
+
+CASE = """
+[grid]
+cells = [16, 16, 16]
+lengths = [6.283185307179586, 6.283185307179586, 6.283185307179586]
+[flow]
+viscosity = 0.01
+initial = "taylor-green"
+[time]
+steps = 12
+dt = 0.05
+[insitu]
+width = 160
+height = 120
+queue_full_policy = "Block"
+queue_limit = 4
+reserve_queue_limit = 1
+[[insitu.pipeline]]
+name = "slice-here"
+kind = "slice"
+field = "u"
+plane = "xy"
+position = 1.0
+range = [-1.0, 1.0]
+every = 6
+[[insitu.pipeline]]
+name = "slice-there"
+kind = "slice"
+field = "u"
+plane = "xy"
+position = 1.0
+range = [-1.0, 1.0]
+every = 3
+mode = "transit"
+"""
+
+
+def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "case.toml").write_text(CASE)
+    run_dir = tmp_path / "run"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PMI_")}
+    environment.pop("_PYTEST_MPI_CHILD_PROCESS", None)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "tachyflow", "transit-render", str(run_dir), "--timeout", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+    )  # fmt: skip
+    try:
+        run = tachyflow("run", str(tmp_path / "case.toml"), "-n", "2", "-o", str(run_dir))
+        output, _ = reader.communicate(timeout=90)
+    finally:
+        reader.kill()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert reader.returncode == 0, output
+    summary = json.loads((run_dir / "transit-render-0.json").read_text())
+    assert summary["end"] == "end of stream" and summary["skipped"] == 0
+    drawn = sorted(path.name for path in (run_dir / "transit-images").glob("*.png"))
+    assert drawn == [f"slice-there_{step:08d}.png" for step in (3, 6, 9, 12)]
+    # The reader's picture of a step is the ranks' own picture of it, pixel for pixel
+    # but for the title.
+    here = np.asarray(Image.open(run_dir / "images" / "slice-here_00000012.png"))
+    there = np.asarray(Image.open(run_dir / "transit-images" / "slice-there_00000012.png"))
+    body = slice(20, None)  # below the title line
+    assert np.mean(np.any(here[body] != there[body], axis=-1)) < 1e-3
+    timings = json.loads((run_dir / "timings.json").read_text())["visualisation"]
+    assert timings["transfer"] > 0 and timings["step_bytes"] == 16**3 * 8
