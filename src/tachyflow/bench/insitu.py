@@ -184,6 +184,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
             "name": name,
             "verified": True,
             "samples": [s["iteration"] for s in runs],
+            # Median over runs of each run's mean time per iteration.
             "median": float(np.median([s["iteration"] for s in runs])),
             "simulation": float(np.median([s["step"] for s in runs])),
             "transfer": float(np.median([s["transfer"] for s in runs])),
@@ -230,9 +231,10 @@ def plot(document: dict, path) -> Path:
     for index, result in enumerate(results):
         axis.text(bottom[index], index, f"  {result['overhead']:+.1%}", va="center")
     axis.invert_yaxis()
-    axis.set_xlabel("time per iteration (ms, median)")
+    axis.set_xlabel("time per iteration (ms; median over runs of the mean)")
     params = document["params"]
     axis.set_title(f"Visualising a {params['grid']}³ run on {params['ranks']} ranks")
-    axis.legend(loc="lower right", fontsize="small")
+    axis.set_xlim(0, bottom.max() * 1.25)  # room for the overhead labels
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, fontsize="small")
     figure.tight_layout()
     return save_figure(figure, path, dpi=110)
