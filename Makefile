@@ -85,6 +85,11 @@ bench: install-bench
 	    --profile bench-results/machine.profile.json -o bench-results || exit 1; \
 	done; done
 	$(BIN)/tachyflow bench unstructured -o bench-results
+	for ranks in 2 3; do \
+	  $(BIN)/tachyflow bench noise-exchange -n $$ranks --points 20000 -o bench-results || exit 1; \
+	done
+	$(BIN)/tachyflow bench fwh -o bench-results
+	$(BIN)/tachyflow bench insitu -n 2 -o bench-results
 	$(BIN)/tachyflow report bench-results
 
 lint: install
