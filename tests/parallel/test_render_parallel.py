@@ -8,6 +8,7 @@ from tachyflow.insitu.extract import extract_isosurface, extract_slice
 from tachyflow.insitu.render import gather_isosurface, gather_slice
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import HaloExchange, PencilDecomposition, process_grids
+from tests.unit.test_render import cell_centres
 
 GRIDS = {
     "periodic": StaggeredGrid((24, 20, 16), (1.0, 1.0, 1.0)),
@@ -18,16 +19,6 @@ GRIDS = {
 # Off centre, across the periodic x boundary: pieces of the sphere on both ends of x.
 CENTRE = (0.1, 0.45, 0.55)
 RADIUS = 0.3
-
-
-def cell_centres(grid):
-    nx, _, nz = grid.shape
-    axes = (
-        (np.arange(nx) + 0.5) * grid.spacing_x,
-        grid.centres_y,
-        (np.arange(nz) + 0.5) * grid.spacing_z,
-    )
-    return np.meshgrid(*axes, indexing="ij")
 
 
 def fields(grid):

@@ -84,6 +84,19 @@ def received_exactly(npz: Path) -> tuple[list[int], list[str]]:
 REASSEMBLY_CASES = [("x slabs", 1), ("x slabs", 2), ("x slabs", "all"), ("z slabs", "all")]
 
 
+def block_writer(decomposition, run_dir):
+    """A lossless writer with one stream per rank and the smallest queue Block allows."""
+    return TransitWriter(
+        decomposition,
+        run_dir,
+        FIELDS,
+        aggregators=decomposition.size,
+        queue_full_policy="Block",
+        queue_limit=1 + ATTACH_STEPS,
+        reserve_queue_limit=1,
+    )
+
+
 @pytest.mark.parallel([1, 2, 3])
 @pytest.mark.parametrize(("layout", "aggregators"), REASSEMBLY_CASES)
 def test_reassembly_from_aggregator_streams_is_exact(tmp_path_factory, layout, aggregators):
@@ -139,15 +152,7 @@ def test_slow_reader_with_block_receives_every_step(tmp_path_factory):
         if comm.rank == 0:
             stack.enter_context(peer_process("read", run_dir, log, out=npz, hold=0.1, limit=60))
         with PencilDecomposition(SHAPE, None, comm) as decomposition:
-            writer = TransitWriter(
-                decomposition,
-                run_dir,
-                FIELDS,
-                aggregators=comm.size,
-                queue_full_policy="Block",
-                queue_limit=1 + ATTACH_STEPS,
-                reserve_queue_limit=1,
-            )
+            writer = block_writer(decomposition, run_dir)
             attached = functools.partial(logged, log, "attached")
             first = write_until(writer, decomposition, 0, attached, 0.05)
             for step in range(first, first + 12):  # as fast as the reader lets it
@@ -224,15 +229,7 @@ def test_killed_reader_releases_a_blocked_writer(tmp_path_factory):
                 peer_process("read", run_dir, log, hold=1.0, die_after=2, limit=60)
             )
         with PencilDecomposition(SHAPE, None, comm) as decomposition:
-            writer = TransitWriter(
-                decomposition,
-                run_dir,
-                FIELDS,
-                aggregators=comm.size,
-                queue_full_policy="Block",
-                queue_limit=1 + ATTACH_STEPS,
-                reserve_queue_limit=1,
-            )
+            writer = block_writer(decomposition, run_dir)
             first = write_until(writer, decomposition, 0, functools.partial(steps_read, log), 0.02)
             # The queue fills and the writer waits for the reader until it dies.
             started = []
