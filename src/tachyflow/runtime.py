@@ -108,6 +108,22 @@ def on_root(comm, compute: Callable, root: int = 0, share: bool = False):
     return value if comm.Get_rank() == root else shared[1]
 
 
+def mpi_info(comm) -> dict:
+    """MPI library, standard version, ranks and ranks per node (collective over ``comm``)."""
+    from collections import Counter
+
+    from mpi4py import MPI
+
+    nodes = Counter(comm.allgather(MPI.Get_processor_name()))
+    return {
+        "library": MPI.Get_library_version().strip().splitlines()[0],
+        "standard": "{}.{}".format(*MPI.Get_version()),
+        "ranks": comm.Get_size(),
+        "nodes": len(nodes),
+        "ranks_per_node": max(nodes.values()),
+    }
+
+
 def world():
     """``MPI.COMM_WORLD``, initialising MPI on first use."""
     from mpi4py import MPI

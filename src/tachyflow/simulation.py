@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow import runtime
-from tachyflow.bench.results import mpi_info
 from tachyflow.config import Config
 from tachyflow.errors import SimulationDiverged
 from tachyflow.io.checkpoint import read_checkpoint, write_checkpoint
@@ -420,7 +419,7 @@ class Simulation:
             "phases": phases,
             "checkpoint": str(checkpoint) if checkpoint else None,
             "final_statistics": self.history[-1] if self.history else {},
-            "mpi": mpi_info(self.comm),
+            "mpi": runtime.mpi_info(self.comm),
         }
         if self._visualisation is not None:
             summary["visualisation"] = self._visualisation

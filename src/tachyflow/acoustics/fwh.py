@@ -226,7 +226,8 @@ class FWHSolver:
         """A step-by-step integrator for panels of these ``areas`` (see FWHAccumulator)."""
         return FWHAccumulator(self, areas)
 
-    def _sum_over_ranks(self, local: np.ndarray) -> np.ndarray:
+    def sum_over_ranks(self, local: np.ndarray) -> np.ndarray:
+        """``local`` summed over the solver's ranks (collective)."""
         total = np.empty_like(local)
         collectives.allreduce(self.comm, local.ravel(), "sum", "native", out=total.ravel())
         return total
@@ -326,8 +327,8 @@ class FWHAccumulator:
         self.steps = 0
         thickness, loading = self.thickness, self.loading
         if self.solver.comm is not None:
-            thickness = self.solver._sum_over_ranks(thickness)
-            loading = self.solver._sum_over_ranks(loading)
+            thickness = self.solver.sum_over_ranks(thickness)
+            loading = self.solver.sum_over_ranks(loading)
         return FWHSignals(self.solver.observer_times.copy(), thickness, loading)
 
     def _integrate(self, chunk, first: int, stop: int) -> None:

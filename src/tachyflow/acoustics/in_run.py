@@ -101,7 +101,7 @@ class InRunAcoustics:
         self.names, observers, self.arc_angles = observers_of(section)
         count = self.surface.areas.size
         rank, size = decomposition.rank, decomposition.size
-        destination = np.empty(count, dtype=np.int64)
+        self.destination = destination = np.empty(count, dtype=np.int64)
         for owner in range(size):
             destination[panel_share(count, owner, size)] = owner
         self.exchange = NoiseSourceExchange(
@@ -165,9 +165,6 @@ class InRunAcoustics:
         """The panels with their last sample as VTK (rank 0; after a :meth:`sample`)."""
         if self._series is None:
             return None
-        owner = np.empty(self.surface.areas.size)
-        for rank in range(self.decomposition.size):
-            owner[panel_share(owner.size, rank, self.decomposition.size)] = rank
         path = self.folder / "surface.vtu"
         surfaces.write_surface(
             self.surface,
@@ -175,7 +172,7 @@ class InRunAcoustics:
             {
                 "normal_flux": self._gathered[:, 0],
                 "load": self._gathered[:, 1:],
-                "integrating_rank": owner,
+                "integrating_rank": self.destination.astype(np.float64),
             },
         )
         return path

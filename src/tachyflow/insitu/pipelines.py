@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow import collectives
 from tachyflow.config import PipelineSection
 from tachyflow.insitu.extract import extract_isosurface, extract_slice
 from tachyflow.io.files import replacing
@@ -114,11 +115,11 @@ class Pipeline:
         if self.kind == "isosurface":
             return gather_isosurface(comm, piece)
         if self.kind == "probes":
-            found = np.asarray(comm.reduce(np.nan_to_num(piece, nan=0.0), root=0))
-            count = comm.reduce((~np.isnan(piece)).astype(np.int64), root=0)
+            # Each point has one owner; the others hold NaN, which counts as 0.
+            found = collectives.reduce(comm, np.nan_to_num(piece, nan=0.0), "sum", 0, "native")
             if comm.Get_rank() != 0:
                 return None
-            return np.where(count > 0, found / np.maximum(count, 1), np.nan)
+            return found
         return None
 
     # -- 3: draw (one process) ---------------------------------------------------------

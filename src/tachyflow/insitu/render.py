@@ -54,6 +54,7 @@ from vtkmodules.vtkRenderingCore import (
 
 from tachyflow.insitu.extract import Isosurface, PlaneSlice
 from tachyflow.io.files import replacing
+from tachyflow.parallel.pieces import allgather_small, gather_rows, gather_small
 
 #: Share of the window width left of the colour bar.
 SCENE_WIDTH = 0.82
@@ -501,37 +502,24 @@ def gather_isosurface(comm, surface: Isosurface, root: int = 0) -> Isosurface | 
     """
     if not isinstance(surface, Isosurface):
         raise TypeError(f"surface must be an Isosurface, got {type(surface).__name__}")
-    sizes = comm.allgather(
-        (len(surface.points), len(surface.triangles), surface.scalars is not None)
+    sizes = allgather_small(
+        comm, (len(surface.points), len(surface.triangles), surface.scalars is not None)
     )
     if len({coloured for _, _, coloured in sizes}) != 1:
         raise ValueError("some ranks' isosurface pieces carry scalars and some do not")
-    coloured = sizes[0][2]
     point_counts = np.array([n for n, _, _ in sizes])
     triangle_counts = np.array([m for _, m, _ in sizes])
-    at_root = comm.Get_rank() == root
-    pieces = {
-        "points": (surface.points, 3, np.float32),
-        "triangles": (surface.triangles.astype(np.int32), 3, np.int32),
-    }
-    if coloured:
-        pieces["scalars"] = (surface.scalars, 1, np.float32)
-    gathered = {}
-    for name, (local, width, dtype) in pieces.items():
-        counts = (triangle_counts if name == "triangles" else point_counts) * width
-        whole = np.empty(int(counts.sum()), dtype) if at_root else None
-        comm.Gatherv(
-            np.ascontiguousarray(local, dtype).ravel(),
-            [whole, counts] if at_root else None,
-            root=root,
-        )
-        gathered[name] = whole
-    if not at_root:
+    points = gather_rows(comm, surface.points, point_counts, np.float32, root)
+    triangles = gather_rows(comm, surface.triangles, triangle_counts, np.int32, root)
+    scalars = None
+    if sizes[0][2]:
+        scalars = gather_rows(comm, surface.scalars, point_counts, np.float32, root)
+    if comm.Get_rank() != root:
         return None
     point_offsets = np.concatenate([[0], np.cumsum(point_counts)[:-1]])
-    triangles = gathered["triangles"].reshape(-1, 3).astype(np.int64)
+    triangles = triangles.astype(np.int64)
     triangles += np.repeat(point_offsets, triangle_counts)[:, None]
-    return Isosurface(gathered["points"].reshape(-1, 3), triangles, gathered.get("scalars"))
+    return Isosurface(points, triangles, scalars)
 
 
 def gather_slice(comm, piece: PlaneSlice, root: int = 0) -> PlaneSlice | None:
@@ -543,7 +531,7 @@ def gather_slice(comm, piece: PlaneSlice, root: int = 0) -> PlaneSlice | None:
     """
     if not isinstance(piece, PlaneSlice):
         raise TypeError(f"piece must be a PlaneSlice, got {type(piece).__name__}")
-    pieces = comm.gather(piece if piece.values.size else (piece.axis, piece.position), root)
+    pieces = gather_small(comm, piece if piece.values.size else (piece.axis, piece.position), root)
     if comm.Get_rank() != root:
         return None
     planes = {p[:2] if isinstance(p, tuple) else (p.axis, p.position) for p in pieces}
