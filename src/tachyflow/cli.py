@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 
 from tachyflow import __version__, runtime
+from tachyflow.parallel import agreement
 from tachyflow.errors import ConfigError, TachyflowError
 
 EXIT_FAILURE = 1
@@ -1250,7 +1251,7 @@ def command_solve_pressure(args) -> int:
     from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 
     comm = runtime.world()
-    mesh = runtime.on_root(comm, lambda: _load_mesh(args.mesh))
+    mesh = agreement.on_root(comm, lambda: _load_mesh(args.mesh))
     solver = UnstructuredPressureSolver(
         comm, mesh, source=args.source, boundary_value=0.0, partition=args.partition,
         diagonal_shift=args.shift, halo=args.halo, reduction=args.reduction,

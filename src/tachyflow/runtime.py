@@ -90,24 +90,6 @@ def relaunch(
     return subprocess.call(command, env=environment, stderr=stderr)
 
 
-def on_root(comm, compute: Callable, root: int = 0, share: bool = False):
-    """``compute()`` on ``root`` only (collective): what it returns there (and on every rank
-    with ``share``), None elsewhere. A ConfigError or ValueError it raises is raised as a
-    ConfigError on every rank, so no rank waits for a root that failed."""
-    from tachyflow.errors import ConfigError
-
-    value, problem = None, None
-    if comm.Get_rank() == root:
-        try:
-            value = compute()
-        except (ConfigError, ValueError, TypeError) as error:
-            problem = str(error)
-    shared = comm.bcast((problem, value if share else None), root=root)
-    if shared[0] is not None:
-        raise ConfigError(shared[0])
-    return value if comm.Get_rank() == root else shared[1]
-
-
 def mpi_info(comm) -> dict:
     """MPI library, standard version, ranks and ranks per node (collective over ``comm``)."""
     from collections import Counter
@@ -177,10 +159,20 @@ def abort_on_exception(error: BaseException, exit_code: int = 1) -> int:
     failing one are killed instead of hanging. Rank 0 reports first; other ranks wait a
     moment so that an error raised on every rank is printed once, not once per rank.
     """
+    from tachyflow.parallel.agreement import agreed_rank
+
     communicator = world()
     rank, size = communicator.Get_rank(), communicator.Get_size()
-    where = f" on rank {rank}" if size > 1 else ""
     message = str(error) or error.__class__.__name__
+    first = agreed_rank(error)
+    if first is not None:
+        # Every rank raised this error together: one line, and every rank ends alike.
+        if rank == 0:
+            where = f" (on rank {first})" if size > 1 else ""
+            sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")
+            sys.stderr.flush()
+        return exit_code
+    where = f" on rank {rank}" if size > 1 else ""
     if rank != 0:
         time.sleep(0.5)
     sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")

@@ -103,6 +103,7 @@ from tachyflow.numerics.interpolation import (
     stencil_source_terms,
     take_values,
 )
+from tachyflow.parallel.agreement import collectively
 from tachyflow.parallel.halo import HaloExchange
 from tachyflow.parallel.pencil import PencilDecomposition
 
@@ -279,15 +280,11 @@ class NoiseSourceExchange:
         self._surface_comm = MPI.COMM_NULL
         self._window = None
         self._groups: list = []
-        problem = None
-        try:
+        with collectively(decomposition.comm, (ValueError, TypeError)):
             self.method, self.sync = _check_method(method, sync)
             self.rho0 = _finite("rho0", rho0, positive=True)
             self.p0 = _finite("p0", p0)
             self._check_geometry()
-        except (ValueError, TypeError) as error:
-            problem = error
-        _raise_everywhere(decomposition.comm, problem)
         self._owner_table = _owner_table(decomposition)
         self.timings = dict.fromkeys(PHASES, 0.0)
         self._build(points, normals, destination)
@@ -347,17 +344,13 @@ class NoiseSourceExchange:
     def _build(self, points, normals, destination) -> None:
         """Check the surface on every rank, then plan (collective over the decomposition)."""
         comm = self.decomposition.comm
-        problem, digest = None, 0
-        try:
+        with collectively(comm, (ValueError, TypeError)):
             points, normals, destination = self._checked_surface(points, normals, destination)
             stencils = interpolation_stencils(self.grid, points)
             hasher = hashlib.blake2b(digest_size=8)
             for array in (points, normals, destination):
                 hasher.update(array.tobytes())
             digest = int.from_bytes(hasher.digest(), "little") >> 1  # fits an int64
-        except (ValueError, TypeError) as error:
-            problem = error
-        _raise_everywhere(comm, problem)
         extremes = np.array([digest, -digest], dtype=np.int64)
         comm.Allreduce(MPI.IN_PLACE, extremes, op=MPI.MIN)
         if extremes[0] != -extremes[1]:
@@ -707,21 +700,6 @@ def _finite(name: str, value, positive: bool = False) -> float:
         kind = "positive finite" if positive else "finite"
         raise ValueError(f"{name} must be a {kind} number, got {value!r}")
     return float(value)
-
-
-def _raise_everywhere(comm, problem: Exception | None) -> None:
-    """Raise the lowest-numbered rank's problem on every rank (collective), so no rank
-    waits in a later collective for one that failed."""
-    size = comm.Get_size()
-    first = comm.allreduce(comm.Get_rank() if problem is not None else size, op=MPI.MIN)
-    if first == size:
-        return
-    kind, message = comm.bcast(
-        (type(problem).__name__, str(problem)) if problem is not None else None, root=first
-    )
-    if kind == "TypeError":
-        raise TypeError(message)
-    raise ValueError(message if size == 1 else f"{message} (on rank {first})")
 
 
 def _owner_table(decomposition: PencilDecomposition) -> np.ndarray:

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tachyflow import collectives, runtime
+from tachyflow import collectives
 from tachyflow.collectives.algorithms import ALGORITHMS
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import finite_volume, krylov
+from tachyflow.parallel import agreement
 from tachyflow.parallel.unstructured import HALO_MODES, UnstructuredDecomposition
 
 METHODS = {"cg": krylov.conjugate_gradient, "bicgstab": krylov.bicgstab}
@@ -116,11 +117,11 @@ class UnstructuredPressureSolver:
             raise ConfigError(f"reduction must be one of {choices}, got {reduction!r}")
         self.comm, self.halo_mode, self.reduction = comm, halo, reduction
         on_root = comm.Get_rank() == root
-        cells = runtime.on_root(comm, lambda: _cell_count(mesh), root, share=True)
+        cells = agreement.on_root(comm, lambda: _cell_count(mesh), root, share=True)
         self.decomposition = decomposition = UnstructuredDecomposition(
             comm, cells, mesh.face_cells if on_root else None, partition, root
         )
-        global_data = runtime.on_root(
+        global_data = agreement.on_root(
             comm,
             lambda: self._global_data(mesh, source, boundary_value, neumann, boundary_flux),
             root,
