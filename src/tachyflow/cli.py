@@ -17,7 +17,6 @@ import traceback
 from pathlib import Path
 
 from tachyflow import __version__, runtime
-from tachyflow.parallel import agreement
 from tachyflow.errors import ConfigError, TachyflowError
 
 EXIT_FAILURE = 1
@@ -1248,6 +1247,7 @@ def command_solve_pressure(args) -> int:
     import numpy as np
 
     from tachyflow.io.files import replacing
+    from tachyflow.parallel import agreement
     from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 
     comm = runtime.world()
