@@ -34,6 +34,7 @@ class CaseSection:
 
     name: str = "case"
     description: str = ""
+    solver: str = "incompressible"
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ class Config:
     parallel: ParallelSection = field(default_factory=ParallelSection)
     acoustics: AcousticsSection = field(default_factory=AcousticsSection)
     insitu: InsituSection = field(default_factory=InsituSection)
+    # [observers.NAME] tables: a plug-in's observers and their options (tachyflow.observers).
+    observers: dict = field(default_factory=dict)
     source: str = field(default="", compare=False)
 
     def replace(self, section: str, **values) -> Config:
@@ -185,8 +188,12 @@ class Config:
         """The resolved configuration as TOML (written to a run's ``config.toml``)."""
         lines = []
         for section in dataclasses.fields(self):
-            if section.name != "source":
+            if section.name not in ("source", "observers"):
                 lines += _table_lines(section.name, getattr(self, section.name), "[{}]")
+        for name, options in self.observers.items():
+            lines += [f"[observers.{name}]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in options.items()]
+            lines += [""]
         return "\n".join(lines)
 
 
@@ -259,14 +266,19 @@ def parse(text: str, source: str = "<string>") -> Config:
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{source}: not valid TOML: {error}") from None
     hints = typing.get_type_hints(Config)
-    sections = {f.name for f in dataclasses.fields(Config)} - {"source"}
+    sections = {f.name for f in dataclasses.fields(Config)} - {"source", "observers"}
     for name in document:
-        if name not in sections:
+        if name not in sections | {"observers"}:
             raise ConfigError(
-                f"{source}: unknown section [{name}] (known: {', '.join(sorted(sections))})"
+                f"{source}: unknown section [{name}] (known: {', '.join(sorted(sections))}, "
+                "observers.NAME)"
             )
+    observers = document.get("observers", {})
+    if not all(isinstance(table, dict) for table in observers.values()):
+        raise ConfigError(f"{source}: [observers] holds only tables [observers.NAME]")
     config = Config(
         **{name: _section(hints[name], document.get(name, {}), name, source) for name in sections},
+        observers=observers,
         source=source,
     )
     _validate(config, source)
@@ -274,9 +286,14 @@ def parse(text: str, source: str = "<string>") -> Config:
 
 
 def _validate(config: Config, source: str) -> None:
+    from tachyflow.solvers import base as solvers
+
     def require(condition: bool, key: str, expectation: str, value) -> None:
         if not condition:
             raise ConfigError(f"{source}: '{key}' must be {expectation}, got {value!r}")
+
+    require(config.case.solver in solvers.names(), "case.solver",
+            f"one of {solvers.names()}", config.case.solver)  # fmt: skip
 
     grid, flow, time, output = config.grid, config.flow, config.time, config.output
     require(all(n >= 1 for n in grid.cells), "grid.cells", "3 positive integers", grid.cells)

@@ -32,9 +32,13 @@ class SimulationDiverged(TachyflowError, RuntimeError):
 
     def __init__(self, message: str, *, step: int, time: float, field: str):
         super().__init__(f"{message} (step {step}, t = {time:g}, field {field!r})")
+        self.message = message
         self.step = step
         self.time = time
         self.field = field
+
+    def __reduce__(self):  # pickled to raise the same error on every rank
+        return _rebuild, (type(self), self.message, self.__dict__)
 
 
 class ConvergenceError(TachyflowError, RuntimeError):
@@ -54,6 +58,18 @@ class ConvergenceError(TachyflowError, RuntimeError):
 
     def __init__(self, message: str, *, iterations: int, residual: float, history=()):
         super().__init__(f"{message} after {iterations} iterations (residual {residual:.3e})")
+        self.message = message
         self.iterations = iterations
         self.residual = residual
         self.history = list(history)
+
+    def __reduce__(self):  # pickled to raise the same error on every rank
+        return _rebuild, (type(self), self.message, self.__dict__)
+
+
+def _rebuild(cls, message: str, attributes: dict):
+    """An error with keyword-only fields, rebuilt from its pickle."""
+    keywords = {k: v for k, v in attributes.items() if k not in ("message", "agreed_rank")}
+    error = cls(message, **keywords)
+    error.__dict__.update(attributes)
+    return error

@@ -8,6 +8,7 @@ from pytest_mpi import parallel_assert
 from tachyflow.bench.noise_exchange import variants
 from tachyflow.bench.report import write_report
 from tachyflow.cli import main
+from tachyflow.commands import results_modules
 from tachyflow.parallel.sparse_gather import PHASES
 
 
@@ -51,5 +52,5 @@ def test_command_records_every_variant_with_breakdown_traffic_and_plot(tmp_path_
     assert all(r["B_over_A"] > 0 and r["C_over_B"] > 0 for r in ratios.values())
     assert document["summary"]["fastest"] in entries
     assert path.with_suffix(".png").stat().st_size > 10_000
-    report = write_report(folder)
+    report = write_report(folder, None, results_modules())
     assert "noise-exchange" in report.read_text()

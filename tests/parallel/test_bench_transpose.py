@@ -2,8 +2,9 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.report import save, write_report
+from tachyflow.bench.report import write_report
 from tachyflow.bench.transpose import peer_available, run_transpose_benchmark
+from tachyflow.commands import results_modules, save_results
 
 
 @pytest.mark.parallel([1, 3])
@@ -30,8 +31,8 @@ def test_benchmark_verifies_and_records_every_candidate(tmp_path_factory):
     parallel_assert(ok, f"unexpected document: {document['results']}")
     if comm.rank == 0:
         folder = tmp_path_factory.mktemp("results")
-        json_path, png_path = save(document, folder)
-        report = write_report(folder)
+        json_path, png_path = save_results(document, folder)
+        report = write_report(folder, None, results_modules())
         assert png_path.stat().st_size > 1000
         assert "tachyflow-alltoallv" in report.read_text()
         assert json_path.name == "transpose_12x10x9_3x1_complex128.json" or comm.size == 1

@@ -7,17 +7,16 @@ from matplotlib.image import imread
 from rich.console import Console
 
 from tachyflow.bench import fwh
-from tachyflow.bench.report import BENCHMARKS, save
-from tachyflow.cli import build_parser, command_bench_fwh
+from tachyflow.commands import build_parser, results_modules, save_results
 from tachyflow.errors import ConfigError
 
 
 def test_benchmark_records_throughput_bounds_and_a_roofline_plot(tmp_path):
     document = fwh.run_fwh_benchmark(panels=24, observers=2, steps=24, repeats=2)
-    json_path, png_path = save(document, tmp_path)
+    json_path, png_path = save_results(document, tmp_path)
     assert json_path.name == "fwh_24panels_2observers_24steps.json"
     stored = json.loads(json_path.read_text())
-    assert stored["benchmark"] == "fwh" and BENCHMARKS["fwh"] is fwh
+    assert stored["benchmark"] == "fwh" and results_modules()["fwh"] == fwh.__name__
     assert {"load_avg", "processor"} <= stored["machine"].keys()
     assert stored["mpi"]["ranks"] == 1 and "git" in stored
     params = stored["params"]
@@ -73,5 +72,5 @@ def test_too_few_steps_for_the_arrival_spread_are_refused():
 
 def test_command_line_reaches_the_benchmark():
     args = build_parser().parse_args(["bench", "fwh", "--panels", "24", "--steps", "30"])
-    assert args.handler is command_bench_fwh
+    assert args.command_object.name == "bench fwh"
     assert (args.panels, args.observers, args.steps, args.repeats) == (24, 16, 30, 5)

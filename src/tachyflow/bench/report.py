@@ -4,46 +4,22 @@ from __future__ import annotations
 
 import base64
 import html
+import importlib
 import tempfile
 from pathlib import Path
 
-from tachyflow.bench import (
-    collectives,
-    fwh,
-    insitu,
-    noise_exchange,
-    npb,
-    pingpong,
-    poisson,
-    scaling,
-    step,
-    transpose,
-    unstructured,
-)
 from tachyflow.bench.plots import plot_samples
 from tachyflow.bench.results import read_results, write_json
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 
-# Benchmark name -> module with stem(document) (file name) and plot(document, png_path).
-BENCHMARKS = {
-    "transpose": transpose,
-    "poisson": poisson,
-    "step": step,
-    "pingpong": pingpong,
-    "collectives": collectives,
-    "unstructured": unstructured,
-    "npb": npb,
-    "scaling": scaling,
-    "noise-exchange": noise_exchange,
-    "fwh": fwh,
-    "insitu": insitu,
-}
 
+def save(document: dict, folder, module) -> tuple[Path, Path]:
+    """Write a results document and its plot into ``folder``; return both paths.
 
-def save(document: dict, folder) -> tuple[Path, Path]:
-    """Write a results document and its plot into ``folder``; return both paths."""
-    module = BENCHMARKS[document["benchmark"]]
+    ``module`` names (``stem(document)``) and plots (``plot(document, png)``) the document:
+    the one its benchmark command declares (:func:`tachyflow.commands.save_results`).
+    """
     folder = Path(folder)
     stem = module.stem(document)
     json_path = write_json(folder / f"{stem}.json", document)
@@ -119,10 +95,11 @@ def _context(document: dict) -> str:
     return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
 
 
-def _plot_base64(document: dict) -> str:
+def _plot_base64(document: dict, modules: dict[str, str]) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         png = Path(scratch) / "plot.png"
-        module = BENCHMARKS.get(document["benchmark"])
+        name = modules.get(document["benchmark"])
+        module = None if name is None else importlib.import_module(name)
         if module is None:
             plot_samples(document, png, document["benchmark"], "time per call [ms]")
         else:
@@ -130,8 +107,13 @@ def _plot_base64(document: dict) -> str:
         return base64.b64encode(png.read_bytes()).decode("ascii")
 
 
-def write_report(folder, output=None) -> Path:
-    """Render every results file in ``folder`` into ``output`` (default DIR/report.html)."""
+def write_report(folder, output=None, modules: dict[str, str] | None = None) -> Path:
+    """Render every results file in ``folder`` into ``output`` (default DIR/report.html).
+
+    ``modules`` maps a document's ``benchmark`` to the module that plots it (the registered
+    benchmark commands declare them); others get a generic plot of their samples.
+    """
+    modules = modules or {}
     folder = Path(folder)
     output = folder / "report.html" if output is None else Path(output)
     sections = []
@@ -140,7 +122,7 @@ def write_report(folder, output=None) -> Path:
             f"<section><h2>{html.escape(document['benchmark'])} — "
             f"{html.escape(path.name)}</h2>"
             f"<img alt='plot of {html.escape(path.name)}' "
-            f"src='data:image/png;base64,{_plot_base64(document)}'>"
+            f"src='data:image/png;base64,{_plot_base64(document, modules)}'>"
             f"{_table(document)}<ul>{_context(document)}</ul></section>"
         )
     page = (

@@ -26,14 +26,14 @@ MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes
 
 def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None) -> dict:
     """Measure channel time steps and the memory bound (collective over ``comm``)."""
-    from tachyflow.simulation import build, set_initial_condition
+    from tachyflow.solvers.incompressible import IncompressibleSolver
 
     comm = runtime.world() if comm is None else comm
     case = config.load("channel").replace("grid", cells=tuple(global_shape))
     if proc_grid is not None:
         case = case.replace("parallel", proc_grid=tuple(proc_grid))
-    decomposition, solver = build(case, comm)
-    set_initial_condition(case, solver)
+    solver = IncompressibleSolver.from_case(case, comm)
+    decomposition = solver.decomposition
     dt = solver.stable_time_step(case.time.cfl)
     params = {
         "global_shape": list(decomposition.global_shape),

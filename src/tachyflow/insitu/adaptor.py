@@ -25,7 +25,6 @@ import numpy as np
 
 from tachyflow.config import InsituSection
 from tachyflow.insitu.pipelines import Pipeline
-from tachyflow.numerics import stencils
 
 #: Least wall time between two monitor updates (the viewer polls twice a second).
 MONITOR_INTERVAL = 0.2
@@ -88,23 +87,17 @@ class VisualisationAdaptor:
         """Cell-centred ``name`` on this rank's own cells, in a contiguous buffer kept
         between steps (the stream copies contiguous pieces fastest)."""
         solver = self.solver
-        interior = solver.halo.interior
         if name not in self._centred_buffers:
-            self._centred_buffers[name] = np.empty(interior(solver.p).shape)
+            self._centred_buffers[name] = np.empty(solver.halo.interior(solver.p).shape)
         out = self._centred_buffers[name]
-        if name == "p":
-            out[...] = interior(solver.p)
-        elif name == "speed":
+        if name == "speed":
             out.fill(0.0)
             for component in ("u", "v", "w"):
                 centred = self._centred(component)
                 out += centred * centred
             np.sqrt(out, out=out)
         else:
-            field = getattr(solver, name)
-            shift = {"u": {"di": -1}, "v": {"dj": -1}, "w": {"dk": -1}}[name]
-            np.add(interior(field), stencils.shifted(field, **shift), out=out)
-            out *= 0.5
+            solver.cell_field(name, out=out)
         return out
 
     def centred_fields(self, names, ghosted=()) -> dict[str, np.ndarray]:

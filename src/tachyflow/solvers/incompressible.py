@@ -22,6 +22,7 @@ to the stencils and Coriolis/centrifugal terms to ``H``: see ``docs/architecture
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
+from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 # Low-storage RK3 (Spalart, Moser & Rogers 1991): u_k = u_{k-1} + Δt (γ_k H_{k-1} + ρ_k H_{k-2}).
@@ -50,7 +52,8 @@ class Forcing:
             raise ValueError(f"forcing must be one of {FORCING}, got {self.kind!r}")
 
 
-class IncompressibleSolver:
+@register("incompressible")
+class IncompressibleSolver(Solver):
     """Second-order finite-volume incompressible flow solver on a pencil decomposition.
 
     Parameters
@@ -69,6 +72,37 @@ class IncompressibleSolver:
     Construction and :meth:`step`, :meth:`statistics`, :meth:`stable_time_step` are
     collective over the decomposition's communicator.
     """
+
+    fields = ("u", "v", "w", "p")
+    statistics_columns = (
+        "step", "time", "dt", "cfl", "kinetic_energy", "dissipation", "bulk_velocity",
+        "wall_shear", "pressure_gradient", "max_divergence",
+    )  # fmt: skip
+    # Staggered components: the axis along which each sits half a cell up.
+    _STAGGER: ClassVar[dict[str, dict[str, int]]] = {
+        "u": {"di": -1}, "v": {"dj": -1}, "w": {"dk": -1},
+    }  # fmt: skip
+
+    @classmethod
+    def from_case(cls, config, comm, planning: str = "measure") -> IncompressibleSolver:
+        """The solver of ``[grid]`` and ``[flow]``, at ``[flow] initial`` (collective)."""
+        from tachyflow.solvers.initial_conditions import set_initial_condition
+
+        grid_config = config.grid
+        grid = StaggeredGrid(
+            grid_config.cells,
+            grid_config.lengths,
+            periodic_y=not grid_config.walls,
+            stretching=grid_config.stretching,
+        )
+        proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
+        decomposition = PencilDecomposition(
+            grid_config.cells, proc_grid, comm, periodic=(True, not grid_config.walls, True)
+        )
+        forcing = Forcing(config.flow.forcing, config.flow.forcing_value)
+        solver = cls(decomposition, grid, config.flow.viscosity, forcing, planning=planning)
+        set_initial_condition(config, solver)
+        return solver
 
     def __init__(
         self,
@@ -342,12 +376,66 @@ class IncompressibleSolver:
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
+    def cell_field(self, name: str, out: np.ndarray | None = None) -> np.ndarray:
+        """This rank's piece of ``u``, ``v``, ``w`` (averaged from the faces) or ``p`` at
+        cell centres, without ghosts (into ``out`` when given)."""
+        if name not in self.fields:
+            raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        field = getattr(self, name)
+        interior = self.halo.interior(field)
+        if out is None:
+            out = np.empty(interior.shape)
+        if name == "p":
+            out[...] = interior
+            return out
+        np.add(interior, stencils.shifted(field, **self._STAGGER[name]), out=out)
+        out *= 0.5
+        return out
+
+    def nonfinite_field(self) -> str | None:
+        """``u``, ``v`` or ``w`` if it holds NaN or infinity on this rank, else None."""
+        for name in ("u", "v", "w"):
+            if not np.isfinite(self.halo.interior(getattr(self, name))).all():
+                return name
+        return None
+
+    def checkpoint_state(self):
+        """Whole u, v, w, p on rank 0 and the extra pressure gradient (collective)."""
+        gathered = {
+            name: self.decomposition.gather_global(self.halo.interior(getattr(self, name)), "y")
+            for name in self.fields
+        }
+        return {name: values for name, values in gathered.items() if values is not None}, {
+            "pressure_gradient": self.pressure_gradient
+        }
+
+    def restore_state(self, fields, scalars) -> None:
+        """Continue from a checkpoint's whole fields (read on rank 0) (collective)."""
+        pieces = {
+            name: self.decomposition.scatter_global(fields.get(name), "y") for name in self.fields
+        }
+        self.set_velocity(pieces["u"], pieces["v"], pieces["w"])
+        self.halo.interior(self.p)[...] = pieces["p"]
+        self.time = float(scalars["time"])
+        self.steps = int(scalars["step"])
+        if "extra_pressure_gradient" in scalars:
+            self.pressure_gradient = float(scalars["extra_pressure_gradient"])
+
+    def phase_seconds(self) -> dict[str, float]:
+        """FFT, transposes, TDMA, advection and diffusion time of the steps so far."""
+        poisson = self.poisson.timer.seconds
+        return {
+            "fft": poisson["fft"],
+            "transposes": poisson["transpose"],
+            "tdma": poisson["tdma"] + self.timer.seconds["implicit"],
+            "advection": self.timer.seconds["advection"],
+            "diffusion": self.timer.seconds["diffusion"],
+        }
+
     def statistics(self) -> dict:
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
         u, v, w = (self.halo.interior(f) for f in (self.u, self.v, self.w))
-        u_c = 0.5 * (u + stencils.shifted(self.u, di=-1))
-        v_c = 0.5 * (v + stencils.shifted(self.v, dj=-1))
-        w_c = 0.5 * (w + stencils.shifted(self.w, dk=-1))
+        u_c, v_c, w_c = (self.cell_field(name) for name in ("u", "v", "w"))
         energy = 0.5 * self.volume_average(u_c**2 + v_c**2 + w_c**2)
         laplacians = [
             stencils.add_viscous(

@@ -1,0 +1,76 @@
+"""``tachyflow bench insitu``: time per step with in situ and in transit visualisation."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tachyflow import runtime
+from tachyflow.commands import Benchmark, options, register, save_results
+
+
+@register
+class Insitu(Benchmark):
+    name = "bench insitu"
+    uses_mpi = False
+    help = (
+        "time per step with in situ and in transit visualisation (Tsutsumi et al., In "
+        "Situ/In Transit Approaches for Post-Processing)"
+    )
+    description = (
+        "Run one Taylor-Green case under several visualisation set-ups (none, in situ, in "
+        "transit with Discard or Block and 1-2 fast or slow readers), repeated and "
+        'interleaved, as in Tsutsumi et al., "In Situ/In Transit Approaches for '
+        'Post-Processing in Large-Scale Numerical Simulation"; report the time per '
+        "iteration split into simulation, data transfer and rendering, the overhead over no "
+        "visualisation, and staging memory."
+    )
+    results: ClassVar[dict[str, str]] = {"insitu": "tachyflow.bench.insitu"}
+
+    def add_arguments(self, parser):
+        parser.add_argument("-n", "--ranks", dest="bench_ranks", default=2,
+                            type=options.positive_int,
+                            metavar="N", help="ranks of the simulation (default 2)")  # fmt: skip
+        parser.add_argument(
+            "--grid", type=options.positive_int, default=64, help="cells per direction"
+        )
+        parser.add_argument("--steps", type=options.positive_int, default=60, help="steps per run")
+        parser.add_argument(
+            "--every", type=options.positive_int, default=5, help="steps between pictures"
+        )
+        parser.add_argument(
+            "--repeats", type=options.positive_int, default=3, help="runs per set-up"
+        )
+        parser.add_argument("--delay", type=options.non_negative_float, default=0.5,
+                            help="seconds per step of a slow reader")  # fmt: skip
+        parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
+                            help="set-ups to run (default: all)")  # fmt: skip
+        options.add_output(parser)
+
+    def run(self, args) -> int:
+        """``tachyflow bench insitu``: launches the runs itself (no MPI in this process)."""
+        from rich.table import Table
+
+        from tachyflow.bench import insitu
+
+        console = runtime.make_console()
+        document = insitu.run_insitu_benchmark(
+            args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
+            args.variants, progress=console.print,
+        )  # fmt: skip
+        json_path, png_path = save_results(document, args.output)
+        table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")
+        for column in ("set-up", "per iteration", "overhead", "simulation", "transfer",
+                       "rendering", "staging", "readers drew"):  # fmt: skip
+            table.add_column(column, justify="left" if column == "set-up" else "right")
+        for entry in document["results"]:
+            staging = entry.get("staging_ratio")
+            table.add_row(
+                entry["name"], f"{entry['median'] * 1e3:.1f} ms", f"{entry['overhead']:+.1%}",
+                f"{entry['simulation'] * 1e3:.1f} ms", f"{entry['transfer'] * 1e3:.2f} ms",
+                f"{entry['rendering'] * 1e3:.2f} ms",
+                "" if staging is None else f"{staging:.2f}x step",
+                " ".join(map(str, entry.get("drawn", []))),
+            )  # fmt: skip
+        console.print(table)
+        console.print(f"wrote {json_path} and {png_path}")
+        return 0

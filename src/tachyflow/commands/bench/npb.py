@@ -1,0 +1,101 @@
+"""``tachyflow bench npb``: a NAS Parallel Benchmark kernel, verified, against NPB's own."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import ClassVar
+
+from tachyflow import runtime
+from tachyflow.commands import EXIT_FAILURE, Benchmark, options, register, save_results
+from tachyflow.errors import ConfigError
+
+
+@register
+class NPB(Benchmark):
+    name = "bench npb"
+    help = "a NAS Parallel Benchmark kernel, verified against NPB's official values"
+    description = (
+        "Run one NPB 3.4.2 kernel (CG, MG, FT, IS, EP) at a problem class; print NPB's "
+        "summary (Mop/s only for a verified run) and write the results JSON. Exit code 1 "
+        "when the verification fails."
+    )
+    results: ClassVar[dict[str, str]] = {"npb": "tachyflow.bench.npb"}
+    suite_order = 40
+
+    def add_arguments(self, parser):
+        options.add_ranks(parser)
+        parser.add_argument("--kernel", required=True, choices=["cg", "mg", "ft", "is", "ep"])
+        parser.add_argument(
+            "--class", dest="problem_class", default="S",
+            help="problem class: S, W, A, B (default S)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--npb-bin",
+            default=None,
+            help="folder of NPB's own MPI programs (bin/cg.A.2, ...): run the same kernel, "
+            "class and rank count after ours and report the ratio",
+        )
+        parser.add_argument(
+            "--npb-mpiexec",
+            default="mpiexec.mpich",
+            help="launcher of NPB's programs (default mpiexec.mpich, Debian's MPICH)",
+        )
+        options.add_output(parser)
+
+    def suite_stages(self, plan):
+        problem_class = "S" if plan.quick else plan.problem_class
+        return [
+            (f"NPB {kernel.upper()}", ["bench", "npb", "--kernel", kernel, "--class",
+                                       problem_class, "-n", plan.most, "-o", plan.output])
+            for kernel in ("cg", "mg", "ft", "is", "ep")
+        ]  # fmt: skip
+
+    def run(self, args) -> int:
+        """``tachyflow bench npb``."""
+        from tachyflow.bench import npb
+        from tachyflow.bench.npb.common import report
+
+        try:
+            document, result = npb.run_npb_benchmark(
+                args.kernel, args.problem_class.upper(), runtime.world()
+            )
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if not runtime.is_root():
+            return 0
+        json_path, _ = save_results(document, args.output)
+        console = runtime.make_console()
+        console.print(report(result), highlight=False)
+        console.print(f"wrote {json_path}")
+        return 0 if result.verified else EXIT_FAILURE
+
+    def orchestrate(self, args, arguments) -> int:
+        """``tachyflow bench npb -n N``: ours under mpiexec, then NPB's program if given."""
+        from tachyflow.bench import npb
+        from tachyflow.bench.results import read_results
+
+        code = runtime.relaunch(args.ranks, arguments)
+        if code or args.npb_bin is None:
+            return code
+        problem_class = args.problem_class.upper()
+        path = Path(args.output) / f"npb_{args.kernel}_{problem_class}_{args.ranks}ranks.json"
+        document = read_results(path)
+        try:
+            peer = npb.run_npb_peer(
+                args.npb_bin, args.kernel, problem_class, args.ranks, args.npb_mpiexec
+            )
+        except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+            raise ConfigError(f"NPB's program not measured: {error}") from None
+        document["peers"].append(peer)
+        ours = document["results"][0]
+        if ours["verified"] and peer["verified"]:
+            ours["speedup_vs_peer"] = ours["mops_total"] / peer["mops_total"]
+        save_results(document, args.output)
+        print(
+            f"NPB {peer['version']} {peer['name']}: {peer['mops_total']:.2f} Mop/s "
+            f"({'verified' if peer['verified'] else 'UNVERIFIED'}); tachyflow "
+            + (f"{ours['mops_total']:.2f} Mop/s = {ours['speedup_vs_peer']:.2f}x NPB's"
+               if "speedup_vs_peer" in ours else "not comparable (a run failed verification)")
+        )  # fmt: skip
+        return 0

@@ -1,0 +1,100 @@
+"""``tachyflow run``: a case from its configuration to its output folder."""
+
+from __future__ import annotations
+
+from tachyflow import runtime
+from tachyflow.commands import Command, options, register
+from tachyflow.errors import ConfigError
+
+
+def _case_names() -> list[str]:
+    from tachyflow.config import builtin_cases
+
+    return builtin_cases()
+
+
+@register
+class Run(Command):
+    name = "run"
+    help = "run a flow case"
+
+    @property
+    def description(self) -> str:
+        return (
+            "Run a case: a built-in one by name (" + ", ".join(_case_names()) + ") or a case "
+            "file (TOML). Writes config.toml, log.txt, stats.csv, timings.json, checkpoints/ "
+            "and images/ into the output folder."
+        )
+
+    def add_arguments(self, parser):
+        parser.add_argument("case", help="built-in case name or path to a .toml case file")
+        options.add_ranks(parser)
+        parser.add_argument(
+            "-o", "--output", default=None, help="output folder (default runs/CASE_NAME)"
+        )
+        parser.add_argument(
+            "--steps",
+            type=options.positive_int,
+            default=None,
+            help="number of time steps (default: the case's)",
+        )
+        parser.add_argument(
+            "--proc-grid",
+            type=options.proc_grid,
+            default=None,
+            metavar="ROWSxCOLS",
+            help="process grid (default: the case's, else chosen automatically)",
+        )
+        parser.add_argument(
+            "--restart",
+            default=None,
+            metavar="CHECKPOINT",
+            help="continue from a checkpoint (.npz), or 'latest' in the output folder",
+        )
+
+    def run(self, args) -> int:
+        """``tachyflow run``."""
+        from pathlib import Path
+
+        from rich.table import Table
+
+        from tachyflow import config as case_files
+        from tachyflow.io.checkpoint import latest_checkpoint
+        from tachyflow.simulation import Simulation
+
+        config = case_files.load(args.case)
+        if args.proc_grid is not None:
+            config = config.replace("parallel", proc_grid=args.proc_grid)
+        output = Path(args.output or Path("runs") / config.case.name)
+        restart = args.restart
+        if restart == "latest":
+            restart = latest_checkpoint(output / "checkpoints")
+            if restart is None:
+                raise ConfigError(f"--restart latest: no checkpoint in {output / 'checkpoints'}")
+        simulation = Simulation(config, output, runtime.world(), restart=restart)
+        summary = simulation.run(args.steps)
+        simulation.free()
+        console = runtime.make_console()
+        console.print(
+            f"{config.case.name}: {summary['steps']} steps on {summary['ranks']} ranks "
+            f"({'x'.join(map(str, summary['proc_grid']))} grid), "
+            f"{'x'.join(map(str, summary['grid']))} cells"
+        )
+        table = Table()
+        table.add_column("phase")
+        table.add_column("time", justify="right")
+        table.add_column("share", justify="right")
+        for phase, seconds in summary["phases"].items():
+            share = seconds / summary["wall_time"] if summary["wall_time"] else 0.0
+            table.add_row(phase, f"{seconds:.3f} s", f"{100 * share:.1f} %")
+        table.add_row("total", f"{summary['wall_time']:.3f} s", "100 %")
+        console.print(table)
+        statistics = summary["final_statistics"]
+        console.print(
+            f"time per step {summary['time_per_step']['median']:.4f} s (median), simulated time "
+            f"{summary['final_time']:.4g}, kinetic energy "
+            f"{statistics.get('kinetic_energy', 0):.6g}"
+            f", max |div u| {statistics.get('max_divergence', 0):.2e}"
+        )
+        console.print(f"outputs in {output}/ (stats.csv, timings.json, images/, checkpoints/)")
+        return 0

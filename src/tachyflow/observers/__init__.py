@@ -1,0 +1,115 @@
+"""Observers: everything a run does besides stepping the solver, one protocol and a registry.
+
+Statistics, checkpoints, images, fields, in situ / in transit visualisation and acoustics
+are observers. The run driver (:class:`tachyflow.simulation.Simulation`) builds, from the
+case, every registered observer that the case turns on, calls :meth:`Observer.start`
+once, :meth:`Observer.observe` after every step on which :meth:`Observer.due` holds, and
+:meth:`Observer.finish` after the last step. Observers see the run through its public
+attributes (``config``, ``output``, ``root``, ``solver`` — the :class:`~tachyflow.solvers.
+base.Solver` interface only —, ``history``, ``dt``, ``cfl``, ``step_seconds``, ``log``).
+
+A user's own observer is a subclass registered with :func:`register` (from a plug-in,
+:mod:`tachyflow.plugins`); the case turns it on with a table ``[observers.NAME]`` whose
+keys are passed to its constructor. See docs/extending.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import ClassVar
+
+from tachyflow.errors import ConfigError
+
+# Built-in observers, in the order they observe a step (statistics first: images and the
+# live viewer show the history it records). Imported on first use.
+BUILTIN = (
+    "tachyflow.observers.statistics",
+    "tachyflow.observers.checkpoints",
+    "tachyflow.observers.images",
+    "tachyflow.observers.fields",
+    "tachyflow.observers.visualisation",
+    "tachyflow.observers.acoustics",
+)
+
+_OBSERVERS: dict[str, type[Observer]] = {}
+
+
+class Observer:
+    """Something a run does on a cadence of steps.
+
+    Subclasses set ``name`` and implement :meth:`from_case` (the observer the case asks
+    for, or None when it asks for none); ``every`` is the cadence in steps (0: only at
+    start and finish). :meth:`start`, :meth:`observe` and :meth:`finish` are collective:
+    every rank calls them on the same steps.
+    """
+
+    name: ClassVar[str]
+    every: int = 0
+
+    @classmethod
+    def from_case(cls, config, options: dict | None) -> Observer | None:
+        """The observer of a case; ``options`` is its ``[observers.NAME]`` table, if any."""
+        if options is None:
+            return None
+        try:
+            return cls(**options)
+        except TypeError as error:
+            raise ConfigError(f"[observers.{cls.name}]: {error}") from None
+
+    def due(self, step: int) -> bool:
+        """True when :meth:`observe` runs after ``step``."""
+        return bool(self.every) and step % self.every == 0
+
+    def start(self, run) -> None:
+        """Before the first step (after a restart: from the restored state)."""
+
+    def observe(self, run) -> None:
+        """After a step on which :meth:`due` holds."""
+
+    def finish(self, run) -> None:
+        """After the last step."""
+
+    def summary(self) -> dict | None:
+        """What the run's ``timings.json`` records of this observer, if anything."""
+        return None
+
+
+def register(cls: type[Observer]) -> type[Observer]:
+    """Class decorator: make ``cls`` an observer that cases can turn on by its ``name``."""
+    if not (isinstance(cls, type) and issubclass(cls, Observer)):
+        raise TypeError(f"observers.register() takes an Observer subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{cls.__name__}.name must be a non-empty string, got {name!r}")
+    if name in _OBSERVERS and _OBSERVERS[name] is not cls:
+        raise ValueError(f"an observer named {name!r} is already registered")
+    _OBSERVERS[name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Observer]]:
+    """Every observer class by name, built-ins first, then plug-ins'."""
+    from tachyflow import plugins
+
+    for module in BUILTIN:
+        importlib.import_module(module)
+    plugins.load()
+    return dict(_OBSERVERS)
+
+
+def build(config) -> list[Observer]:
+    """The observers a case turns on, in observing order."""
+    classes = registered()
+    tables = dict(config.observers)
+    unknown = sorted(set(tables) - set(classes))
+    if unknown:
+        raise ConfigError(
+            f"{config.source}: [observers.{unknown[0]}]: no such observer; registered: "
+            f"{sorted(classes)}"
+        )
+    found = []
+    for name, cls in classes.items():
+        observer = cls.from_case(config, tables.get(name))
+        if observer is not None:
+            found.append(observer)
+    return found

@@ -1,0 +1,47 @@
+"""The acoustics observer: a permeable FW-H surface sampled as the run goes (``[acoustics]``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tachyflow.observers import Observer, register
+
+
+@register
+class Acoustics(Observer):
+    """Samples the ``[acoustics]`` surface at the start and every ``every`` steps, and at the
+    end predicts the signals and spectra at the observers
+    (:class:`~tachyflow.acoustics.in_run.InRunAcoustics`)."""
+
+    name = "acoustics"
+
+    def __init__(self, config):
+        self.config = config
+        self.every = config.acoustics.every
+        self._acoustics = None
+        self._summary = None
+
+    @classmethod
+    def from_case(cls, config, options):
+        return None if config.acoustics.surface == "none" else cls(config)
+
+    def start(self, run) -> None:
+        from tachyflow.acoustics.in_run import InRunAcoustics
+
+        section = self.config.acoustics
+        duration = section.duration or run.steps_to_run * self.config.time.dt
+        source = Path(self.config.source)
+        base = source.parent if source.is_file() else "."
+        self._acoustics = InRunAcoustics(section, run.solver, run.output, duration, base)
+        self._acoustics.sample()
+
+    def observe(self, run) -> None:
+        self._acoustics.sample()
+
+    def finish(self, run) -> None:
+        self._summary = self._acoustics.finish()
+        for name, level in (self._summary or {}).get("observers", {}).items():
+            run.log(f"acoustics: {name} OASPL {level:.1f} dB")
+
+    def summary(self) -> dict | None:
+        return {"acoustics": self._summary}

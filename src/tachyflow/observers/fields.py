@@ -1,0 +1,52 @@
+"""The field observer: cell-centred fields as an ADIOS2 BP5 series (and VTK XML files)."""
+
+from __future__ import annotations
+
+from tachyflow.io.fields import FieldWriter
+from tachyflow.io.vtk_files import VTKFieldWriter
+from tachyflow.observers import Observer, register
+
+
+@register
+class Fields(Observer):
+    """Appends the solver's cell-centred fields to ``fields.bp`` (and, with ``[output]
+    vtk_fields``, to ``fields.pvd``) every ``[output] fields_every`` steps and after the last
+    step. A restarted run appends to the series."""
+
+    name = "fields"
+
+    def __init__(self, every: int, vtk: bool):
+        self.every = every
+        self.vtk = vtk
+        self._series = None  # FieldWriter, opened on rank 0 at the first write
+        self._vtk_files = None
+        self._last = None
+
+    @classmethod
+    def from_case(cls, config, options):
+        every = config.output.fields_every
+        return cls(every, config.output.vtk_fields) if every else None
+
+    def observe(self, run) -> None:
+        solver = run.solver
+        gathered = {
+            name: solver.decomposition.gather_global(solver.cell_field(name), "y")
+            for name in solver.fields
+        }
+        self._last = solver.steps
+        if not run.root:
+            return
+        if self._series is None:
+            self._series = FieldWriter(run.output / "fields.bp", solver.grid, append=run.restarted)
+            if self.vtk:
+                self._vtk_files = VTKFieldWriter(run.output, solver.grid, append=run.restarted)
+        self._series.write(solver.steps, solver.time, gathered)
+        if self._vtk_files is not None:
+            self._vtk_files.write(solver.steps, solver.time, gathered)
+
+    def finish(self, run) -> None:
+        if self._last != run.solver.steps:  # the final state, unless the loop just wrote it
+            self.observe(run)
+        if self._series is not None:
+            self._series.close()
+            self._series = self._vtk_files = None

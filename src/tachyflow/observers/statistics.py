@@ -1,0 +1,63 @@
+"""The statistics observer: a row of ``stats.csv`` and a line of ``log.txt`` per record."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+from tachyflow.observers import Observer, register
+
+
+@register
+class Statistics(Observer):
+    """Records ``solver.statistics()`` every ``[output] statistics_every`` steps and after the
+    last step. Rows are appended to ``stats.csv`` as they come (never rewritten), so the cost
+    of a record does not grow with the run's length; after a restart the rows up to the
+    checkpoint's step are kept and the run appends after them."""
+
+    name = "statistics"
+
+    def __init__(self, every: int):
+        self.every = every
+        self._file = None
+        self._writer = None
+
+    @classmethod
+    def from_case(cls, config, options):
+        return cls(config.output.statistics_every)
+
+    def start(self, run) -> None:
+        self._columns = run.solver.statistics_columns
+        if not run.root:
+            return
+        path = run.output / "stats.csv"
+        kept = []
+        if run.restarted and path.is_file():
+            with path.open(newline="") as existing:
+                rows = csv.DictReader(existing)
+                kept = [row for row in rows if int(row["step"]) <= run.first_step]
+        self._file = path.open("w", newline="")
+        self._writer = csv.DictWriter(self._file, fieldnames=self._columns, extrasaction="ignore")
+        self._writer.writeheader()
+        self._writer.writerows(kept)
+        self._file.flush()
+
+    def observe(self, run) -> None:
+        statistics = run.solver.statistics()
+        statistics.update(dt=run.dt, cfl=run.cfl)
+        statistics.setdefault("wall_shear", math.nan)
+        run.history.append(statistics)
+        if self._writer is not None:
+            self._writer.writerow(statistics)
+            self._file.flush()
+        run.log(
+            "step {step} t={time:.5g} dt={dt:.3g} CFL={cfl:.3f} E={kinetic_energy:.6g} "
+            "div={max_divergence:.2e}".format(**statistics)
+        )
+
+    def finish(self, run) -> None:
+        if not run.history or run.history[-1]["step"] != run.solver.steps:
+            self.observe(run)
+        if self._file is not None:
+            self._file.close()
+            self._file = self._writer = None

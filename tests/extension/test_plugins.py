@@ -1,0 +1,127 @@
+"""Commands and observers registered from outside the package, as users extend tachyflow."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tachyflow import config, observers
+from tachyflow.errors import ConfigError
+from tachyflow.simulation import Simulation
+
+HERE = Path(__file__).parent
+CASE = """
+[case]
+name = "tiny"
+[grid]
+cells = [4, 4, 4]
+lengths = [6.283185307179586, 6.283185307179586, 6.283185307179586]
+[flow]
+viscosity = 0.1
+initial = "taylor-green"
+[time]
+steps = 7
+dt = 0.01
+[output]
+statistics_every = 0
+checkpoint_every = 0
+images_every = 0
+[observers.step-log]
+every = 3
+"""
+
+
+def tachyflow(*arguments, cwd=None):
+    environment = dict(os.environ, TACHYFLOW_PLUGINS="plugin_example")
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE), *filter(None, [environment.get("PYTHONPATH")])]
+    )
+    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
+        environment.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "tachyflow", *arguments],
+        capture_output=True, text=True, timeout=120, env=environment, cwd=cwd,
+    )  # fmt: skip
+
+
+def test_a_plug_in_command_has_help_and_runs():
+    listed = tachyflow("--help")
+    assert listed.returncode == 0 and "greet" in listed.stdout, listed.stderr
+    helped = tachyflow("greet", "--help")
+    assert helped.returncode == 0 and "--who" in helped.stdout
+    ran = tachyflow("greet", "--who", "plug-ins")
+    assert ran.returncode == 0 and ran.stdout.strip() == "hello plug-ins"
+
+
+def test_a_plug_in_observer_runs_on_its_cadence(tmp_path):
+    (tmp_path / "case.toml").write_text(CASE)
+    result = tachyflow("run", "case.toml", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "out" / "steps.txt").read_text().split()
+    assert lines == ["start", "0", "3", "6", "end"]
+    assert "[observers.step-log]" in (tmp_path / "out" / "config.toml").read_text()
+
+
+def test_an_unknown_plug_in_or_observer_is_refused(tmp_path):
+    (tmp_path / "case.toml").write_text(CASE.replace("step-log", "step-logg"))
+    result = tachyflow("run", "case.toml", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 2 and "[observers.step-logg]: no such observer" in result.stderr
+    environment = dict(os.environ, TACHYFLOW_PLUGINS="no_such_plugin_module")
+    missing = subprocess.run(
+        [sys.executable, "-m", "tachyflow", "--help"], capture_output=True, text=True,
+        env=environment, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no_such_plugin_module" in missing.stderr
+
+
+def test_registering_a_taken_name_is_refused():
+    class Clash(observers.Observer):
+        name = "statistics"
+
+    observers.registered()
+    with pytest.raises(ValueError, match="already registered"):
+        observers.register(Clash)
+
+
+def test_statistics_and_log_cost_the_same_late_and_early_in_a_long_run(tmp_path, monkeypatch):
+    """20,000 records: the last thousand cost no more than 1.5x the first (appended files)."""
+    from tachyflow.observers.statistics import Statistics
+
+    durations = []
+    observe = Statistics.observe
+
+    def timed(self, run):
+        started = time.perf_counter()
+        observe(self, run)
+        durations.append(time.perf_counter() - started)
+
+    monkeypatch.setattr(Statistics, "observe", timed)
+    case = config.parse(
+        CASE.replace("statistics_every = 0", "statistics_every = 1")
+        .replace("steps = 7", "steps = 20000")
+        .split("[observers.step-log]")[0]
+    )
+    simulation = Simulation(case, tmp_path, planning="estimate")
+    # Time the writing alone: the solver's statistics are the same work every record.
+    solver = simulation.solver
+    monkeypatch.setattr(solver, "statistics", lambda: dict(FIXED, step=solver.steps))
+    simulation.run()
+    simulation.free()
+    first, last = sum(sorted(durations[:1000])[:900]), sum(sorted(durations[-1000:])[:900])
+    assert last < 1.5 * first, (first, last)
+    assert len((tmp_path / "stats.csv").read_text().splitlines()) == 20001
+    assert len((tmp_path / "log.txt").read_text().splitlines()) == 20002
+
+
+FIXED = {
+    "step": 0, "time": 0.0, "kinetic_energy": 1.0, "dissipation": 0.0, "bulk_velocity": 0.0,
+    "max_divergence": 0.0, "pressure_gradient": 0.0,
+}  # fmt: skip
+
+
+def test_an_observers_table_must_be_a_table():
+    with pytest.raises(ConfigError, match=r"\[observers\] holds only tables"):
+        config.parse("[observers]\nstep-log = 3\n")
