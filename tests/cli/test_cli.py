@@ -234,7 +234,9 @@ def test_model_predict_and_simulate_agree_for_the_pipelined_broadcast():
     )
     predicted = tachyflow("model", "predict", *arguments)
     assert predicted.returncode == 0, predicted.stderr
-    assert "segments 2214" in predicted.stdout  # sqrt((P-2) n beta / alpha) of seed 003
+    assert (
+        "segments 2214" in predicted.stdout
+    )  # sqrt((P-2) n beta / alpha) of Kim's 1998 Korea University report
     simulated = tachyflow("model", "simulate", *arguments)
     assert simulated.returncode == 0, simulated.stderr
     times = {

@@ -1,4 +1,4 @@
-"""``tachyflow bench insitu``: the cost of looking at a run (seed 004, Figs. 4 and 5).
+"""``tachyflow bench insitu``: the cost of looking at a run (Tsutsumi et al., Figs. 4 and 5).
 
 The same Taylor–Green case runs under several visualisation set-ups, each a separate
 ``tachyflow run -n N`` (and ``tachyflow transit-render`` readers beside it), repeated and

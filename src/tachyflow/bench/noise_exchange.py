@@ -1,4 +1,4 @@
-"""``tachyflow bench noise-exchange``: seed 000's one-sided noise-source gathering.
+"""``tachyflow bench noise-exchange``: Kwon, Park & Choi's one-sided noise-source gathering.
 
 A sphere of about ``points`` panels (:func:`tachyflow.acoustics.surfaces.sphere`) sits in
 the middle of a periodic box; its panels are integrated by contiguous shares of ranks
@@ -11,11 +11,11 @@ to give bit for bit the two-sided baseline's source terms, then timed interleave
 the others (:func:`~tachyflow.bench.harness.time_interleaved`: the slowest rank's time
 per exchange).
 
-Reported like the seed: the breakdown of an exchange into packing, communication,
+Reported like the paper: the breakdown of an exchange into packing, communication,
 unpacking copies and source computation (Fig. 6; per phase, the median over samples of
 the slowest rank's time), the messages and bytes each rank sends and receives (Table 1),
 the speedups of Type B over Type A and of Type C over Type B (the slower one's median
-time over the faster one's; the seed's 1.74× and 2.97×), and each variant's speedup over
+time over the faster one's; the paper's 1.74× and 2.97×), and each variant's speedup over
 the two-sided baseline.
 """
 
@@ -43,7 +43,7 @@ from tachyflow.parallel.sparse_gather import (
 
 BENCHMARK = "noise-exchange"
 BASELINE = "two-sided"
-# Seed 000's speedups: Type B 1.74x faster than Type A, Type C 2.97x faster than Type B
+# Kwon, Park & Choi's speedups: Type B 1.74x faster than Type A, Type C 2.97x faster than Type B
 # (each the slower variant's time over the faster one's).
 SEED_RATIOS = {"B_over_A": 1.74, "C_over_B": 2.97}
 TYPES = {"put": "A", "aggregated-put": "B", "source-put": "C"}
@@ -175,7 +175,7 @@ def run_noise_exchange_benchmark(
 
 
 def summary(document: dict) -> dict:
-    """Speedups over two-sided, the seed's speedups per sync mode, the fastest variant."""
+    """Speedups over two-sided, the paper's speedups per sync mode, the fastest variant."""
     medians = {e["name"]: e["median"] for e in document["results"] if e["verified"]}
     for entry in document["results"]:
         if entry["verified"] and BASELINE in medians:
@@ -201,7 +201,8 @@ def _per_rank(entry: dict, key: str) -> list[int]:
 
 
 def plot(document: dict, path):
-    """Stacked breakdown per variant (seed 000's Fig. 6) and messages per rank (Table 1)."""
+    """Stacked breakdown per variant (Kwon, Park & Choi's Fig. 6) and messages per rank
+    (their Table 1)."""
     plt = pyplot()
     entries = [e for e in document["results"] if e["verified"]]
     figure, (times, messages) = plt.subplots(
@@ -288,7 +289,7 @@ def print_summary(document: dict, console) -> None:
     seed = document["summary"]["seed_ratios"]
     for sync, ratio in document["summary"]["ratios"].items():
         parts = [
-            f"{label} {value:.2f}x (seed {seed[key]:.2f}x)"
+            f"{label} {value:.2f}x (paper {seed[key]:.2f}x)"
             for key, label in (("B_over_A", "B over A"), ("C_over_B", "C over B"))
             if (value := ratio[key]) is not None
         ]

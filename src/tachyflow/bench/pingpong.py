@@ -1,4 +1,5 @@
-"""``tachyflow bench pingpong``: point-to-point latency and bandwidth (seed 001's NetPIPE).
+"""``tachyflow bench pingpong``: point-to-point latency and bandwidth (the NetPIPE study
+of Lee, Hong, Lee & Lee).
 
 Sizes are NetPIPE's: every power of two from 1 B to the maximum and 3 bytes either side.
 Iteration counts fall with size as in OSU (many round trips for small messages, at least

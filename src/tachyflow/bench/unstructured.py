@@ -1,4 +1,4 @@
-"""``tachyflow bench unstructured``: seed 002's strong-scaling study of the pressure solver.
+"""``tachyflow bench unstructured``: Jeon & Choi's strong-scaling study of the pressure solver.
 
 Under one launch (one rank count) :func:`run_unstructured_benchmark` builds each box mesh
 of the requested cell counts on rank 0, distributes it with METIS, and times repeated
@@ -8,7 +8,7 @@ rest, and memory per rank (the solver's matrix and vectors, and the process's pe
 resident size, which includes the whole mesh on rank 0 and Python itself).
 The command line runs one launch per rank count, then merges them
 (:func:`merge`): speedup and efficiency against one rank, communication share, and the
-memory column of seed 002's Table 2 beside ours. With ``--petsc-grid N`` every launch
+memory column of Jeon & Choi's Table 2 beside ours. With ``--petsc-grid N`` every launch
 also solves the N³ 7-point Laplacian, and PETSc's KSPCG + PCJACOBI solves the same
 matrix as a separate process (:mod:`tachyflow.bench.petsc_peer`) for the ratio.
 """
@@ -28,7 +28,7 @@ from tachyflow.io.mesh import box_hex_mesh, box_mesh
 from tachyflow.numerics import finite_volume
 from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 
-# Seed 002, Table 2: memory of the serial code per problem size (MB).
+# Jeon & Choi, Table 2: memory of the serial code per problem size (MB).
 SEED_MEMORY_MB = {53280: 20, 144000: 40, 288305: 120, 1472000: 480}
 LAPLACIAN = "laplacian"
 
@@ -134,7 +134,7 @@ def laplacian_system(grid: int):
 
 def merge(documents: list[dict], peers: list[dict]) -> dict:
     """One document from the launches at each rank count: speedup and efficiency against
-    the one-rank time of the same mesh, the seed's memory beside ours, PETSc's ratio."""
+    the one-rank time of the same mesh, the paper's memory beside ours, PETSc's ratio."""
     merged = dict(documents[0])
     merged["params"] = {**merged["params"], "ranks": [d["mpi"]["ranks"] for d in documents]}
     results = [entry for document in documents for entry in document["results"]]
@@ -184,10 +184,10 @@ def plot(document: dict, path):
     speed.plot(ranks, ranks, linestyle="--", color="grey", label="ideal")
     speed.set_ylabel("speedup over 1 rank")
     share.set_ylabel("halo + reductions [% of solve]")
-    memory.set_ylabel("solver arrays per rank [MiB] (dotted: seed 002, serial)")
+    memory.set_ylabel("solver arrays per rank [MiB] (dotted: Jeon & Choi, serial)")
     for axis in (speed, share, memory):
         axis.set_xlabel("ranks")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle("Jacobi-CG on unstructured boxes (seed 002's study)", fontsize=10)
+    figure.suptitle("Jacobi-CG on unstructured boxes (Jeon & Choi's study)", fontsize=10)
     return save_figure(figure, path)

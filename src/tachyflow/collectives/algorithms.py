@@ -1,4 +1,6 @@
-"""Broadcast, reduce and allreduce algorithms as schedules (seed 003, chapters 2-3), and
+"""Broadcast, reduce and allreduce algorithms as schedules (Kim's 1998 Korea University
+report, "Design of communication functions for high-performance multicomputers",
+chapters 2-3), and
 the registry of every algorithm (scans in :mod:`~tachyflow.collectives.scans`, gather,
 scatter and all-to-all in :mod:`~tachyflow.collectives.movements`).
 
@@ -76,7 +78,7 @@ def bcast_pipeline(size: int, count: int, root: int = 0, segments: int = 8) -> S
 
 def bcast_scatter_ring(size: int, count: int, root: int = 0, segments: int = 1) -> Schedule:
     """Scatter the P pieces down a binomial tree, then a ring allgather (van de Geijn; the
-    k-segment broadcast of seed 003 with k = P)."""
+    k-segment broadcast of Kim's 1998 Korea University report with k = P)."""
     check_arguments(size, count, root)
 
     def generate():
@@ -111,7 +113,7 @@ def bcast_scatter_ring(size: int, count: int, root: int = 0, segments: int = 1) 
 
 
 def bcast_two_path(size: int, count: int, root: int = 0, segments: int = 8) -> Schedule:
-    """Two pipelined chains of about P/2 ranks fed alternately by the root (seed 003's
+    """Two pipelined chains of about P/2 ranks fed alternately by the root (Kim's 1998 report's
     two-path pipeline for one-port machines): ``(2k + ⌊(P-1)/2⌋ - 1)(α + nβ/k)``.
 
     Chain c (0 or 1) holds relative ranks ``1 + c·h ..``; its member at position p passes
@@ -271,7 +273,7 @@ def _fold_and_halve(size: int, root: int):
 
 def reduce_rabenseifner(size: int, count: int, root: int = 0, segments: int = 1) -> Schedule:
     """Reduce-scatter by recursive halving, then a binomial gather of the pieces to the
-    root (seed 003's segmented reduction): ``2 log2 P' α + 2 nβ (P'-1)/P'`` plus the
+    root (Kim's 1998 report's segmented reduction): ``2 log2 P' α + 2 nβ (P'-1)/P'`` plus the
     fold of the ranks beyond the largest power of two P'."""
     check_arguments(size, count, root)
     power = largest_power_of_two(size)

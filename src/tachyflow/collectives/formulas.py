@@ -1,4 +1,5 @@
-"""Closed-form Hockney costs of the algorithms (seed 003), and the optimal segment count.
+"""Closed-form Hockney costs of the algorithms (Kim's 1998 Korea University report), and
+the optimal segment count.
 
 ``n`` is the message in bytes, ``P`` the number of ranks, ``T(m) = α + mβ``. The simulator
 reproduces every formula here exactly (tested), so the formulas predict without running
@@ -14,7 +15,7 @@ from tachyflow.models.hockney import Hockney
 
 def optimal_pipeline_segments(size: int, nbytes: float, model: Hockney) -> int:
     """Segment count minimising ``(k + P - 2)(α + nβ/k)``: ``k* = √((P-2) n β / α)``
-    (seed 003), rounded to the better neighbouring integer."""
+    (Kim's 1998 Korea University report), rounded to the better neighbouring integer."""
     if size <= 2 or nbytes <= 0:
         return 1
     candidates = _near(lambda alpha, beta: (size - 2) * nbytes * beta / alpha, model)

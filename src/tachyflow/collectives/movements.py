@@ -1,5 +1,5 @@
-"""Gather, scatter and all-to-all as schedules (seed 003: no algorithmic gain beyond the
-tree, but blocking versus non-blocking matters).
+"""Gather, scatter and all-to-all as schedules (Kim's 1998 Korea University report: no
+algorithmic gain beyond the tree, but blocking versus non-blocking matters).
 
 Layouts (the executor's buffer on every rank): gather and scatter use P equal pieces,
 piece r belonging to *relative* rank r (``(rank - root) mod P``; the caller rotates at

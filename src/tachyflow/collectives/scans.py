@@ -1,4 +1,5 @@
-"""Prefix reductions (scan and exscan) as schedules (seed 003, chapter 3).
+"""Prefix reductions (scan and exscan) as schedules (Kim's 1998 Korea University report,
+chapter 3).
 
 Every algorithm is written once, for an inclusive scan over ``ranks`` consecutive ranks
 starting at ``base``. ``scan`` runs it over all ranks. ``exscan`` first shifts every

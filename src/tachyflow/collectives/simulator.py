@@ -1,7 +1,7 @@
 """Runs a schedule in virtual time under a cost model, and checks what it computes.
 
 Timing: every rank has a clock, a send port and a receive port (one-port, full duplex,
-as seed 003's formulas assume). A message leaves when its sender's port is free; it is
+as Kim's 1998 report's formulas assume). A message leaves when its sender's port is free; it is
 available at the receiver ``model.message_time(m)`` later (Hockney ``α + mβ``, LogGP
 ``2o + L + (m-1)G``), but no sooner than ``model.send_occupancy(m)`` after the previous
 arrival at that receiver (the receive port's gap). The sender may start its next send

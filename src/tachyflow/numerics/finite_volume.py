@@ -1,4 +1,4 @@
-"""Cell-centred finite volumes with two-point fluxes for ``-∇·∇p = f`` (seed 002's
+"""Cell-centred finite volumes with two-point fluxes for ``-∇·∇p = f`` (Jeon & Choi's
 pressure equation), written without MPI.
 
 The flux through a face between cells i and j is ``a_f (p_i - p_j)`` with the
@@ -9,7 +9,7 @@ along the normal; a Neumann face adds its given outward flux density. The two-po
 is exact for linear fields on meshes whose centre-to-centre lines cross faces at right
 angles (boxes of hexahedra: second order); on skewed meshes (perturbed tetrahedra) it is
 not consistent, and the error decreases more slowly or stalls as the mesh is refined —
-the price of seed 002's simple, symmetric, diagonally dominant matrix.
+the price of Jeon & Choi's simple, symmetric, diagonally dominant matrix.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def assemble_rows(
     ``0 .. columns-1`` (local numbering: rows are the owned cells; faces may reach cells
     beyond ``rows``, whose rows are left out). ``boundary_coefficients`` are the
     Dirichlet faces' ``a_b`` (0 for Neumann faces); ``diagonal_shift`` (a scalar or one
-    value per row) is added to the diagonal: seed 002's form ``1 + Σ a`` is a shift of 1.
+    value per row) is added to the diagonal: Jeon & Choi's form ``1 + Σ a`` is a shift of 1.
     """
     i, j = face_cells[:, 0], face_cells[:, 1]
     row = np.concatenate((i, j, i, j, boundary_cells))

@@ -1,4 +1,4 @@
-"""Preconditioned Krylov solvers written without MPI (seed 002's equations 2-7).
+"""Preconditioned Krylov solvers written without MPI (Jeon & Choi's equations 2-7).
 
 The caller supplies the operator, the preconditioner and the global sums: on one rank
 the sums are plain numpy sums, in parallel the driver (:mod:`tachyflow.solvers.unstructured`)

@@ -2,7 +2,7 @@
 
 The systems share one set of bands ``lower``, ``diagonal``, ``upper`` (length ``n``) and
 differ by a per-line shift of the diagonal, which is how the pressure Poisson equation
-looks after Fourier transforms in the other two directions (seed 000: FFT in two
+looks after Fourier transforms in the other two directions (Kwon, Park & Choi: FFT in two
 directions, TDMA in the third). The innermost loop runs over the last, contiguous axis,
 so a whole plane of systems is swept at once.
 

@@ -1,7 +1,7 @@
 """Pencil transposes: redistribute a 3D array between x-, y- and z-pencils.
 
 An x↔y transpose is an all-to-all among the ``p_row`` ranks of one process-grid column,
-a y↔z transpose among the ``p_col`` ranks of one row (seed 000: ``MPI_Alltoall`` over
+a y↔z transpose among the ``p_col`` ranks of one row (Kwon, Park & Choi: ``MPI_Alltoall`` over
 sub-communicators, never the world). Each exchange is planned once (counts, displacements,
 datatypes, buffers) and afterwards only moves data.
 

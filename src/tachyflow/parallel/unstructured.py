@@ -1,8 +1,8 @@
-"""Distribution of an unstructured cell graph over ranks, and its halo exchange (seed 002).
+"""Distribution of an unstructured cell graph over ranks, and its halo exchange (Jeon & Choi).
 
 Rank 0 holds the global graph (the cells and the pairs of cells sharing a face), cuts it
 into one part per rank with METIS (pymetis) or takes a given partition, and hands every
-rank its cells in seed 002's order: *interior* cells (all neighbours on the rank), then
+rank its cells in Jeon & Choi's order: *interior* cells (all neighbours on the rank), then
 *boundary* cells (a neighbour elsewhere), then *external* (halo) cells owned by other
 ranks, grouped by owner. The halo plan — which owned values each neighbour needs, and
 where the values from each neighbour land — is built once; :class:`HaloExchange` then

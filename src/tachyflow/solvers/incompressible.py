@@ -1,4 +1,5 @@
-"""Incompressible Navier–Stokes on pencils: fractional step, RK3 + Crank–Nicolson (seed 000).
+"""Incompressible Navier–Stokes on pencils: fractional step, RK3 + Crank–Nicolson (the method
+of Kwon, Park & Choi).
 
 Fields live on a staggered grid as ghosted y-pencils (y whole on every rank), so the
 implicit wall-normal viscous terms are tridiagonal solves with no communication; x and z
@@ -15,8 +16,9 @@ Walls at ``y = 0`` and ``y = Ly`` are no-slip: ``v = 0`` on the wall faces and g
 values of ``u`` and ``w`` extrapolated quadratically through the wall value 0, which is
 second-order accurate and reproduces a parabolic (Poiseuille) profile exactly.
 
-A cylindrical (x, r, θ) rotating-frame variant (the seed's axial fan) adds metric factors
-to the stencils and Coriolis/centrifugal terms to ``H``: see ``docs/architecture.md``.
+A cylindrical (x, r, θ) rotating-frame variant (the axial fan of Kwon, Park & Choi) adds
+metric factors to the stencils and Coriolis/centrifugal terms to ``H``: see
+``docs/architecture.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Direct pressure Poisson solver: FFT in x and z, tridiagonal solves in y (seed 000, CaNS).
+"""Direct pressure Poisson solver: FFT in x and z, tridiagonal solves in y (as in Kwon, Park
+& Choi, and CaNS).
 
 The discrete operator is the second-order finite-volume Laplacian of the staggered grid
 (:class:`~tachyflow.numerics.grid.StaggeredGrid`): periodic and uniform in x and z,

@@ -1,4 +1,4 @@
-"""The pressure equation on an unstructured mesh, distributed with METIS (seed 002).
+"""The pressure equation on an unstructured mesh, distributed with METIS (Jeon & Choi).
 
 :class:`UnstructuredPressureSolver` partitions the mesh held by rank 0, gives every rank
 the geometry of its own cells and faces, assembles each rank's matrix rows (two-point
@@ -88,7 +88,7 @@ class UnstructuredPressureSolver:
     partition : "metis", array or path
         See :class:`~tachyflow.parallel.unstructured.UnstructuredDecomposition`.
     diagonal_shift : float
-        Added to the diagonal (seed 002's ``1 + Σ CC`` form is 1).
+        Added to the diagonal (Jeon & Choi's ``1 + Σ CC`` form is 1).
     halo : "p2p" or "neighborhood"
         How the halo moves (persistent point-to-point, or a neighbourhood collective).
     reduction : str

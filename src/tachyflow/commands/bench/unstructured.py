@@ -112,7 +112,7 @@ class Unstructured(Benchmark):
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"Jacobi-CG, {args.kind} boxes (Jeon & Choi)")
         for column in ("mesh", "ranks", "iterations", "time", "per iteration", "speedup",
-                       "efficiency", "comm share", "arrays/rank", "seed (serial)"):  # fmt: skip
+                       "efficiency", "comm share", "arrays/rank", "paper (serial)"):  # fmt: skip
             table.add_column(column, justify="left" if column == "mesh" else "right")
         for entry in document["results"]:
             if not entry["verified"]:
