@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tachyflow.errors import DecompositionError
+from tachyflow.parallel.reductions import Reductions
 
 ORIENTATIONS = ("x", "y", "z")
 AXIS_INDEX = {"x": 0, "y": 1, "z": 2}
@@ -128,7 +129,7 @@ class Pencil:
         return int(np.prod(self.shape))
 
 
-class PencilDecomposition:
+class PencilDecomposition(Reductions):
     """A 3D grid split over a 2D ``p_row × p_col`` process grid, in three orientations.
 
     Owns every communicator (world, Cartesian, row, column) and every MPI datatype that the
@@ -242,28 +243,6 @@ class PencilDecomposition:
     def scatter_global(self, global_array: np.ndarray, orientation: str) -> np.ndarray:
         """This rank's piece of a global array that every rank holds (a copy)."""
         return np.ascontiguousarray(global_array[self.pencils[orientation].slices])
-
-    def sum(self, value: float) -> float:
-        """Sum of ``value`` over all ranks (collective)."""
-        from mpi4py import MPI
-
-        return self.comm.allreduce(float(value), op=MPI.SUM)
-
-    def maximum(self, value: float) -> float:
-        """Largest ``value`` over all ranks (collective)."""
-        from mpi4py import MPI
-
-        return self.comm.allreduce(float(value), op=MPI.MAX)
-
-    def all(self, flag: bool) -> bool:
-        """True when ``flag`` is true on every rank (collective)."""
-        from mpi4py import MPI
-
-        return self.comm.allreduce(bool(flag), op=MPI.LAND)
-
-    def barrier(self) -> None:
-        """Wait for every rank (collective)."""
-        self.comm.Barrier()
 
     def gather_global(self, local: np.ndarray, orientation: str, root: int = 0):
         """The global array assembled on ``root`` from every rank's piece (collective).

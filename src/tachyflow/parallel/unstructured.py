@@ -20,6 +20,8 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow.errors import DecompositionError
+from tachyflow.parallel import agreement
+from tachyflow.parallel.reductions import Reductions
 
 HALO_MODES = ("p2p", "neighborhood")
 
@@ -113,7 +115,7 @@ def _pieces(cells: int, face_cells: np.ndarray, partition: np.ndarray, parts: in
     ]
 
 
-class UnstructuredDecomposition:
+class UnstructuredDecomposition(Reductions):
     """Cells of an unstructured mesh distributed over the ranks of ``comm`` (collective).
 
     Parameters
@@ -148,21 +150,16 @@ class UnstructuredDecomposition:
 
     def __init__(self, comm, cells: int, face_cells=None, partition="metis", root: int = 0):
         self.comm = comm
-        size, rank = comm.Get_size(), comm.Get_rank()
+        size = comm.Get_size()
         if not isinstance(cells, int | np.integer) or cells < 1:
             raise DecompositionError(f"a mesh needs at least one cell, got {cells!r}")
         if size > cells:
             raise DecompositionError(f"{size} ranks for {cells} cells: at most one rank per cell")
-        problem, pieces, self.partition = None, None, None
-        if rank == root:
-            try:
-                self.partition = self._partition(cells, face_cells, partition, size)
-                pieces = _pieces(cells, face_cells, self.partition, size)
-            except DecompositionError as error:
-                problem = str(error)
-        problem = comm.bcast(problem, root=root)
-        if problem is not None:
-            raise DecompositionError(problem)
+        def plan():
+            parts = self._partition(cells, face_cells, partition, size)
+            return parts, _pieces(cells, face_cells, parts, size)
+
+        self.partition, pieces = agreement.on_root(comm, plan, root) or (None, None)
         piece = comm.scatter(pieces, root=root)
         self.root = root
         self.global_cells = cells
@@ -248,16 +245,21 @@ class UnstructuredDecomposition:
             pieces = [np.flatnonzero(owners == rank) for rank in range(self.comm.Get_size())]
         return self.comm.scatter(pieces, root=self.root)
 
-    def barrier(self) -> None:
-        """Wait for every rank (collective)."""
-        self.comm.Barrier()
-
     def slowest(self, values: np.ndarray) -> np.ndarray:
         """The ``values`` of the rank whose first entry is largest (collective): e.g. the
         time split of the rank that took longest."""
         every = np.empty((self.comm.Get_size(), values.size))
         self.comm.Allgather(np.ascontiguousarray(values, dtype=float), every)
         return every[np.argmax(every[:, 0])]
+
+    def __repr__(self) -> str:
+        return (
+            f"UnstructuredDecomposition({self.global_cells} cells, {self.comm.Get_size()} "
+            f"ranks, {self.owned} owned here)"
+        )
+
+    def free(self) -> None:
+        """Nothing to release: the communicator is the caller's (collective, for symmetry)."""
 
     def halo(self, vector: np.ndarray, mode: str = "p2p") -> HaloExchange:
         """A halo exchange bound to ``vector`` (owned then external entries)."""
