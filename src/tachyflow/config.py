@@ -8,6 +8,7 @@ Every key is checked: an unknown key, a value of the wrong type or out of range 
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -85,6 +86,36 @@ class ParallelSection:
     """``[parallel]``: the process grid (``[0, 0]``: chosen automatically)."""
 
     proc_grid: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class MeshSection:
+    """``[mesh]``: the unstructured mesh of the ``pressure`` solver and its distribution.
+
+    ``file`` is a mesh file meshio reads (Gmsh ``.msh``, ``.vtu``, ...; relative to the case
+    file) or a generated box, ``box:CELLS`` (hexahedra) or ``tet:CELLS`` (perturbed
+    tetrahedra). ``partition`` is ``metis`` or a file with the part of every cell.
+    """
+
+    file: str = "box:1000"
+    partition: str = "metis"
+
+
+@dataclass(frozen=True)
+class PressureSection:
+    """``[pressure]``: ``-∇·∇p + shift p = source``, p = 0 on the boundary, and its solver.
+
+    ``method`` is ``cg`` or ``bicgstab`` (Jacobi-preconditioned); ``halo`` is ``p2p`` or
+    ``neighborhood``; ``reduction`` the allreduce algorithm of the dot products.
+    """
+
+    source: float = 1.0
+    shift: float = 0.0
+    method: str = "cg"
+    tol: float = 1e-8
+    max_iterations: int = 10000
+    halo: str = "p2p"
+    reduction: str = "native"
 
 
 @dataclass(frozen=True)
@@ -171,6 +202,8 @@ class Config:
     time: TimeSection = field(default_factory=TimeSection)
     output: OutputSection = field(default_factory=OutputSection)
     parallel: ParallelSection = field(default_factory=ParallelSection)
+    mesh: MeshSection = field(default_factory=MeshSection)
+    pressure: PressureSection = field(default_factory=PressureSection)
     acoustics: AcousticsSection = field(default_factory=AcousticsSection)
     insitu: InsituSection = field(default_factory=InsituSection)
     # [observers.NAME] tables: a plug-in's observers and their options (tachyflow.observers).
@@ -294,6 +327,7 @@ def _validate(config: Config, source: str) -> None:
 
     require(config.case.solver in solvers.names(), "case.solver",
             f"one of {solvers.names()}", config.case.solver)  # fmt: skip
+    _validate_pressure(config.pressure, require)
 
     grid, flow, time, output = config.grid, config.flow, config.time, config.output
     require(all(n >= 1 for n in grid.cells), "grid.cells", "3 positive integers", grid.cells)
@@ -341,6 +375,20 @@ def _validate(config: Config, source: str) -> None:
         "two integers >= 0",
         config.parallel.proc_grid,
     )
+
+
+def _validate_pressure(pressure: PressureSection, require) -> None:
+    for key in ("source", "shift"):
+        value = getattr(pressure, key)
+        require(math.isfinite(value), f"pressure.{key}", "a finite number", value)
+    require(pressure.method in ("cg", "bicgstab"), "pressure.method", "'cg' or 'bicgstab'",
+            pressure.method)  # fmt: skip
+    require(math.isfinite(pressure.tol) and 0 < pressure.tol < 1, "pressure.tol",
+            "a number between 0 and 1", pressure.tol)  # fmt: skip
+    require(pressure.max_iterations >= 1, "pressure.max_iterations", ">= 1",
+            pressure.max_iterations)  # fmt: skip
+    require(pressure.halo in ("p2p", "neighborhood"), "pressure.halo",
+            "'p2p' or 'neighborhood'", pressure.halo)  # fmt: skip
 
 
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:

@@ -173,8 +173,7 @@ class Simulation:
         summary = {
             "case": self.config.case.name,
             "ranks": self.comm.Get_size(),
-            "proc_grid": list(self.decomposition.proc_grid),
-            "grid": list(self.config.grid.cells),
+            **solver.layout(),
             "steps": len(step_times),
             "final_step": solver.steps,
             "final_time": solver.time,

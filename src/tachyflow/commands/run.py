@@ -75,10 +75,15 @@ class Run(Command):
         summary = simulation.run(args.steps)
         simulation.free()
         console = runtime.make_console()
-        console.print(
-            f"{config.case.name}: {summary['steps']} steps on {summary['ranks']} ranks "
-            f"({'x'.join(map(str, summary['proc_grid']))} grid), "
+        layout = (
+            f"{'x'.join(map(str, summary['proc_grid']))} grid), "
             f"{'x'.join(map(str, summary['grid']))} cells"
+            if "grid" in summary
+            else f"{summary.get('cells')} cells)"
+        )
+        console.print(
+            f"{config.case.name} ({config.case.solver}): {summary['steps']} steps on "
+            f"{summary['ranks']} ranks ({layout}"
         )
         table = Table()
         table.add_column("phase")
@@ -89,12 +94,16 @@ class Run(Command):
             table.add_row(phase, f"{seconds:.3f} s", f"{100 * share:.1f} %")
         table.add_row("total", f"{summary['wall_time']:.3f} s", "100 %")
         console.print(table)
-        statistics = summary["final_statistics"]
+        final = summary["final_statistics"]
+        shown = ", ".join(
+            f"{name.replace('_', ' ')} {final[name]:.6g}"
+            for name in ("kinetic_energy", "max_divergence", "iterations", "residual")
+            if name in final
+        )
         console.print(
             f"time per step {summary['time_per_step']['median']:.4f} s (median), simulated time "
-            f"{summary['final_time']:.4g}, kinetic energy "
-            f"{statistics.get('kinetic_energy', 0):.6g}"
-            f", max |div u| {statistics.get('max_divergence', 0):.2e}"
+            f"{summary['final_time']:.4g}, {shown}"
         )
-        console.print(f"outputs in {output}/ (stats.csv, timings.json, images/, checkpoints/)")
+        written = sorted(path.name for path in output.iterdir()) if runtime.is_root() else []
+        console.print(f"outputs in {output}/ ({', '.join(written)})")
         return 0

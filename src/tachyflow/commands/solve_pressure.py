@@ -1,26 +1,9 @@
-"""``tachyflow solve-pressure``: a pressure equation on an unstructured mesh."""
+"""``tachyflow solve-pressure``: a shortcut for a ``pressure`` case built from arguments."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from tachyflow import runtime
 from tachyflow.commands import Command, options, register
-from tachyflow.errors import ConfigError
-
-
-def _load_mesh(text: str):
-    """A mesh from a file, or a generated box ``box:CELLS`` / ``tet:CELLS`` (rank 0)."""
-    from tachyflow.io.mesh import box_mesh, read_mesh
-
-    kind, _, count = text.partition(":")
-    try:
-        if kind in ("box", "tet") and count:
-            return box_mesh(int(count), "hex" if kind == "box" else "tet")
-        return read_mesh(text)
-    except ValueError as error:  # a count that is not a whole number of boxes, a bad mesh
-        raise ConfigError(f"{text!r}: {error}") from None
 
 
 @register
@@ -31,7 +14,9 @@ class SolvePressure(Command):
         "Solve -lap p = SOURCE with p = 0 on the boundary (two-point flux finite volumes) on "
         "MESH distributed by METIS, with Jacobi-preconditioned CG or BiCGSTAB; write the "
         "solution and the partition as VTU and a summary (iterations, residual, time per "
-        "iteration and its split into products, halo, reductions and the rest)."
+        "iteration and its split into products, halo, reductions and the rest). The same as "
+        '`tachyflow run` of a case with [case] solver = "pressure" and [mesh] and '
+        "[pressure] sections (docs/user-guide.md)."
     )
 
     def add_arguments(self, parser):
@@ -57,55 +42,39 @@ class SolvePressure(Command):
         options.add_output(parser)
 
     def run(self, args) -> int:
-        """``tachyflow solve-pressure``."""
-        import numpy as np
+        from tachyflow import config as case_files
+        from tachyflow.simulation import Simulation
 
-        from tachyflow.io.files import replacing
-        from tachyflow.parallel import agreement
-        from tachyflow.solvers.unstructured import UnstructuredPressureSolver
-
-        comm = runtime.world()
-        mesh = agreement.on_root(comm, lambda: _load_mesh(args.mesh))
-        solver = UnstructuredPressureSolver(
-            comm, mesh, source=args.source, boundary_value=0.0, partition=args.partition,
-            diagonal_shift=args.shift, halo=args.halo, reduction=args.reduction,
+        case = case_files.parse(
+            case_files.Config(
+                case=case_files.CaseSection(name="solve-pressure", solver="pressure"),
+                time=case_files.TimeSection(steps=1, dt=1.0),
+                output=case_files.OutputSection(statistics_every=1),
+                mesh=case_files.MeshSection(file=args.mesh, partition=args.partition),
+                pressure=case_files.PressureSection(
+                    source=args.source, shift=args.shift, method=args.solver, tol=args.tol,
+                    max_iterations=args.max_iterations, halo=args.halo,
+                    reduction=args.reduction,
+                ),
+            ).to_toml(),
+            "<solve-pressure arguments>",
         )  # fmt: skip
-        owned, summary = solver.solve(
-            args.solver, rtol=args.tol, max_iterations=args.max_iterations
-        )
-        solution = solver.gather(owned)
-        solver.free()
-        if comm.Get_rank() != 0:
-            return 0
-        folder = Path(args.output)
-        folder.mkdir(parents=True, exist_ok=True)
-        partition = solver.decomposition.partition.astype(np.int32)
-        output = mesh.to_meshio({"p": solution, "rank": partition})
-        with replacing(folder / "solution.vtu") as temporary:
-            output.write(temporary, file_format="vtu")
-        report = {
-            "mesh": args.mesh,
-            "cells": mesh.n_cells,
-            "ranks": comm.Get_size(),
-            "method": summary.method,
-            "iterations": summary.iterations,
-            "residual": summary.residual,
-            "seconds": summary.seconds,
-            "per_iteration": summary.per_iteration,
-            "timings": summary.timings,
-            "history": summary.history,
-        }
-        with replacing(folder / "summary.json") as temporary:
-            temporary.write_text(json.dumps(report, indent=2) + "\n")
+        simulation = Simulation(case, args.output, runtime.world())
+        simulation.run()
+        summary = simulation.solver.summary
+        cells = simulation.solver.decomposition.global_cells
+        ranks = simulation.comm.Get_size()
+        simulation.free()
         console = runtime.make_console()
         console.print(
-            f"{summary.method}: {summary.iterations} iterations, residual {summary.residual:.2e}, "
-            f"{summary.seconds * 1e3:.1f} ms ({summary.per_iteration * 1e3:.3f} ms per iteration) "
-            f"on {comm.Get_size()} rank(s), {mesh.n_cells} cells"
+            f"{summary.method}: {summary.iterations} iterations, residual "
+            f"{summary.residual:.2e}, {summary.seconds * 1e3:.1f} ms "
+            f"({summary.per_iteration * 1e3:.3f} ms per iteration) on {ranks} rank(s), "
+            f"{cells} cells"
         )
         console.print(
             "time split: "
             + ", ".join(f"{k} {v / summary.seconds:.0%}" for k, v in summary.timings.items())
         )
-        console.print(f"wrote {folder / 'solution.vtu'} and {folder / 'summary.json'}")
+        console.print(f"wrote {args.output}/solution.vtu and {args.output}/summary.json")
         return 0

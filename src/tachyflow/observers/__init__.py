@@ -29,6 +29,7 @@ BUILTIN = (
     "tachyflow.observers.fields",
     "tachyflow.observers.visualisation",
     "tachyflow.observers.acoustics",
+    "tachyflow.observers.mesh_solution",
 )
 
 _OBSERVERS: dict[str, type[Observer]] = {}
@@ -72,6 +73,22 @@ class Observer:
     def summary(self) -> dict | None:
         """What the run's ``timings.json`` records of this observer, if anything."""
         return None
+
+
+def structured(config) -> bool:
+    """True when the case's solver works on a structured grid (images, fields, ...)."""
+    from tachyflow.solvers.base import solver_class
+
+    return solver_class(config.case.solver).structured
+
+
+def require_structured(config, section: str) -> None:
+    """Refuse ``section`` of a case whose solver has no structured grid."""
+    if not structured(config):
+        raise ConfigError(
+            f"{config.source}: [{section}] needs a solver on a structured grid; "
+            f"solver {config.case.solver!r} has none"
+        )
 
 
 def register(cls: type[Observer]) -> type[Observer]:

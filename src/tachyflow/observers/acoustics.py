@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tachyflow import observers
 from tachyflow.observers import Observer, register
 
 
@@ -23,7 +24,10 @@ class Acoustics(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        return None if config.acoustics.surface == "none" else cls(config)
+        if config.acoustics.surface == "none":
+            return None
+        observers.require_structured(config, "acoustics")
+        return cls(config)
 
     def start(self, run) -> None:
         from tachyflow.acoustics.in_run import InRunAcoustics

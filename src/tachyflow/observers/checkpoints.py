@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tachyflow import observers
 from tachyflow.io.checkpoint import write_checkpoint
 from tachyflow.observers import Observer, register
 
@@ -19,7 +20,7 @@ class Checkpoints(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        return cls(config.output.checkpoint_every)
+        return cls(config.output.checkpoint_every) if observers.structured(config) else None
 
     def observe(self, run) -> None:
         fields, scalars = run.solver.checkpoint_state()

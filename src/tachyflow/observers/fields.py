@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tachyflow import observers
 from tachyflow.io.fields import FieldWriter
 from tachyflow.io.vtk_files import VTKFieldWriter
 from tachyflow.observers import Observer, register
@@ -25,7 +26,9 @@ class Fields(Observer):
     @classmethod
     def from_case(cls, config, options):
         every = config.output.fields_every
-        return cls(every, config.output.vtk_fields) if every else None
+        if not every or not observers.structured(config):
+            return None
+        return cls(every, config.output.vtk_fields)
 
     def observe(self, run) -> None:
         solver = run.solver

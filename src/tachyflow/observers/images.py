@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tachyflow import observers
 from tachyflow.observers import Observer, register
 
 
@@ -17,7 +18,7 @@ class Images(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        return cls(config.output.images_every)
+        return cls(config.output.images_every) if observers.structured(config) else None
 
     def observe(self, run) -> None:
         solver = run.solver

@@ -50,10 +50,12 @@ class Statistics(Observer):
         if self._writer is not None:
             self._writer.writerow(statistics)
             self._file.flush()
-        run.log(
-            "step {step} t={time:.5g} dt={dt:.3g} CFL={cfl:.3f} E={kinetic_energy:.6g} "
-            "div={max_divergence:.2e}".format(**statistics)
+        values = " ".join(
+            f"{name}={statistics[name]:.6g}"
+            for name in self._columns[2:]
+            if isinstance(statistics.get(name), int | float)
         )
+        run.log(f"step {statistics['step']} t={statistics['time']:.6g} {values}")
 
     def finish(self, run) -> None:
         if not run.history or run.history[-1]["step"] != run.solver.steps:

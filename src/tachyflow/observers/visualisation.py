@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tachyflow import observers
 from tachyflow.observers import Observer, register
 
 
@@ -21,7 +22,10 @@ class Visualisation(Observer):
     @classmethod
     def from_case(cls, config, options):
         section = config.insitu
-        return cls(section) if section.pipeline or section.monitor else None
+        if not section.pipeline and not section.monitor:
+            return None
+        observers.require_structured(config, "insitu")
+        return cls(section)
 
     def start(self, run) -> None:
         from tachyflow.insitu.adaptor import VisualisationAdaptor

@@ -155,6 +155,7 @@ class UnstructuredDecomposition(Reductions):
             raise DecompositionError(f"a mesh needs at least one cell, got {cells!r}")
         if size > cells:
             raise DecompositionError(f"{size} ranks for {cells} cells: at most one rank per cell")
+
         def plan():
             parts = self._partition(cells, face_cells, partition, size)
             return parts, _pieces(cells, face_cells, parts, size)

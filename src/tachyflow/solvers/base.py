@@ -19,7 +19,10 @@ from tachyflow.errors import ConfigError
 
 # Built-in solvers: name -> module that registers it (imported on first use, so that reading
 # a case file never imports a solver's kernels).
-BUILTIN = {"incompressible": "tachyflow.solvers.incompressible"}
+BUILTIN = {
+    "incompressible": "tachyflow.solvers.incompressible",
+    "pressure": "tachyflow.solvers.pressure_case",
+}
 
 _SOLVERS: dict[str, type[Solver]] = {}
 
@@ -50,6 +53,9 @@ class Solver:
 
     name: ClassVar[str]
     fields: ClassVar[tuple[str, ...]] = ()
+    # True for solvers on a structured (pencil) grid: what images, field series, in situ
+    # visualisation and acoustics sample from.
+    structured: ClassVar[bool] = True
     statistics_columns: ClassVar[tuple[str, ...]] = ("step", "time")
     steps: int
     time: float
@@ -93,6 +99,10 @@ class Solver:
     def restore_state(self, fields: dict[str, np.ndarray], scalars: dict) -> None:
         """Continue from what :meth:`checkpoint_state` wrote (fields on rank 0)."""
         raise NotImplementedError
+
+    def layout(self) -> dict:
+        """How the problem is laid out (grid, process grid, cells), for the run's summary."""
+        return {}
 
     def phase_seconds(self) -> dict[str, float]:
         """Wall time per phase of the steps so far (this rank)."""

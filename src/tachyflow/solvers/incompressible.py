@@ -423,6 +423,13 @@ class IncompressibleSolver(Solver):
         if "extra_pressure_gradient" in scalars:
             self.pressure_gradient = float(scalars["extra_pressure_gradient"])
 
+    def layout(self) -> dict:
+        """Grid and process grid."""
+        return {
+            "grid": list(self.decomposition.global_shape),
+            "proc_grid": list(self.decomposition.proc_grid),
+        }
+
     def phase_seconds(self) -> dict[str, float]:
         """FFT, transposes, TDMA, advection and diffusion time of the steps so far."""
         poisson = self.poisson.timer.seconds
