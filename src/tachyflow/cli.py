@@ -25,6 +25,7 @@ EXIT_BAD_INPUT = 2
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tachyflow`` command; returns the exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
+    runtime.defer_mpi_initialisation()  # building the parser must not start MPI
     try:
         parser = build_parser()
     except TachyflowError as error:  # a plug-in that cannot be imported
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return runtime.relaunch(ranks, arguments) if code is None else code
     try:
         if command.uses_mpi:
-            size = runtime.world().Get_size()
+            size = runtime.initialise_mpi().Get_size()
             if ranks is not None and ranks not in (size, [size]):
                 raise ConfigError(f"-n {ranks} was given but the launcher started {size} ranks")
         return command.run(args)

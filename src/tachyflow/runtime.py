@@ -106,11 +106,31 @@ def mpi_info(comm) -> dict:
     }
 
 
-def world():
-    """``MPI.COMM_WORLD``, initialising MPI on first use."""
+def defer_mpi_initialisation() -> None:
+    """Let ``mpi4py.MPI`` be imported without initialising MPI (until
+    :func:`initialise_mpi`): a process that only parses arguments, relaunches itself or
+    serves a page then never starts MPI, nor anything MPI listens on. No effect once
+    ``mpi4py.MPI`` is imported."""
+    import mpi4py
+
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = True
+
+
+def initialise_mpi():
+    """Initialise MPI if nothing has (thread level multiple, as mpi4py's default);
+    ``COMM_WORLD``."""
     from mpi4py import MPI
 
+    if not MPI.Is_initialized():
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)
     return MPI.COMM_WORLD
+
+
+def world():
+    """``MPI.COMM_WORLD``, initialising MPI on first use."""
+    return initialise_mpi()
 
 
 def is_root() -> bool:

@@ -130,8 +130,10 @@ class Simulation:
         return cfl
 
     def run(self, steps: int | None = None) -> dict:
-        """Advance ``steps`` time steps (default the case's), observing as the case asks."""
-        steps = self.config.time.steps if steps is None else steps
+        """Advance ``steps`` time steps, observing as the case asks. By default the run goes
+        on to the case's last step, ``[time] steps`` (after a restart: the rest of it)."""
+        if steps is None:
+            steps = max(self.config.time.steps - self.solver.steps, 0)
         self.steps_to_run = steps
         solver = self.solver
         self.log(

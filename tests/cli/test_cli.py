@@ -177,11 +177,22 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "diffusion",
         "other",
     }
+    # --steps is the last step: the restarted run goes on from 20 to 25, and the history
+    # before the checkpoint is kept.
     again = tachyflow(
-        "run", "poiseuille", "--steps", "5", "-o", str(output), "--restart", "latest"
+        "run", "poiseuille", "--steps", "25", "-o", str(output), "--restart", "latest"
     )
     assert again.returncode == 0, again.stderr
     assert json.loads((output / "timings.json").read_text())["final_step"] == 25
+    steps = [int(line.split(",")[0]) for line in (output / "stats.csv").read_text().split()[1:]]
+    assert steps == [10, 20, 25]
+    # The same command again has nothing left to do and adds no record.
+    done = tachyflow(
+        "run", "poiseuille", "--steps", "25", "-o", str(output), "--restart", "latest"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((output / "timings.json").read_text())["steps"] == 0
+    assert (output / "stats.csv").read_text().count("\n") == 4
 
 
 def test_run_with_a_bad_case_file_fails_in_one_line(tmp_path):

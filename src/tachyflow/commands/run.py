@@ -36,7 +36,9 @@ class Run(Command):
             "--steps",
             type=options.positive_int,
             default=None,
-            help="number of time steps (default: the case's)",
+            metavar="LAST",
+            help="the last step (default: the case's [time] steps); a restarted run goes on "
+            "to it, so the same command finishes the case, and a larger LAST extends it",
         )
         parser.add_argument(
             "--proc-grid",
@@ -72,7 +74,8 @@ class Run(Command):
             if restart is None:
                 raise ConfigError(f"--restart latest: no checkpoint in {output / 'checkpoints'}")
         simulation = Simulation(config, output, runtime.world(), restart=restart)
-        summary = simulation.run(args.steps)
+        last = config.time.steps if args.steps is None else args.steps
+        summary = simulation.run(max(last - simulation.solver.steps, 0))
         simulation.free()
         console = runtime.make_console()
         layout = (

@@ -21,6 +21,7 @@ class Statistics(Observer):
         self.every = every
         self._file = None
         self._writer = None
+        self._recorded = None  # the step of the last record, kept from before a restart too
 
     @classmethod
     def from_case(cls, config, options):
@@ -41,12 +42,14 @@ class Statistics(Observer):
         self._writer.writeheader()
         self._writer.writerows(kept)
         self._file.flush()
+        self._recorded = int(kept[-1]["step"]) if kept else None
 
     def observe(self, run) -> None:
         statistics = run.solver.statistics()
         statistics.update(dt=run.dt, cfl=run.cfl)
         statistics.setdefault("wall_shear", math.nan)
         run.history.append(statistics)
+        self._recorded = statistics["step"]
         if self._writer is not None:
             self._writer.writerow(statistics)
             self._file.flush()
@@ -58,7 +61,7 @@ class Statistics(Observer):
         run.log(f"step {statistics['step']} t={statistics['time']:.6g} {values}")
 
     def finish(self, run) -> None:
-        if not run.history or run.history[-1]["step"] != run.solver.steps:
+        if self._recorded != run.solver.steps:
             self.observe(run)
         if self._file is not None:
             self._file.close()
