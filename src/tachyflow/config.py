@@ -271,6 +271,8 @@ def _convert(value, annotation, key: str, source: str):
         return tuple(_convert(v, t, key, source) for v, t in zip(value, item_types, strict=True))
     if annotation is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if annotation is float and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{source}: '{key}' must be a finite number, got {value!r}")
     if not isinstance(value, annotation) or (annotation is not bool and isinstance(value, bool)):
         raise ConfigError(f"{source}: '{key}' must be {annotation.__name__}, got {value!r}")
     return value
@@ -345,9 +347,9 @@ def _validate(config: Config, source: str) -> None:
         grid.stretching,
     )
     require(
-        not grid.walls or grid.cells[1] >= 2,
+        grid.cells[1] >= (2 if grid.walls else 3),
         "grid.cells",
-        "at least 2 cells in y with walls",
+        "at least 2 cells in y with walls, 3 with a periodic y",
         grid.cells,
     )
     require(flow.viscosity > 0, "flow.viscosity", "positive", flow.viscosity)
@@ -484,6 +486,8 @@ def load(name_or_path: str) -> Config:
     """Load a built-in case by name, or a case file by path."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
+        if path.is_dir():
+            raise ConfigError(f"case file {str(path)!r} is a folder, not a TOML file")
         if not path.is_file():
             raise ConfigError(f"case file {str(path)!r} does not exist")
         return parse(path.read_text(), str(path))

@@ -49,3 +49,31 @@ def test_replace_validates_again():
     assert case.replace("time", steps=5).time.steps == 5
     with pytest.raises(ConfigError, match=r"time\.steps"):
         case.replace("time", steps=0)
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("[flow]\nviscosity = inf\n", "flow.viscosity"),
+        ("[flow]\nforcing_value = nan\n", "flow.forcing_value"),
+        ("[time]\ndt = inf\n", "time.dt"),
+        ("[grid]\nlengths = [inf, 1.0, 1.0]\n", "grid.lengths"),
+        ("[pressure]\ntol = 0.0\n", "pressure.tol"),
+    ],
+)
+def test_non_finite_and_degenerate_values_are_refused_before_computing(text, key):
+    with pytest.raises(ConfigError, match=rf"'{key}' must be"):
+        config.parse(text, "my_case.toml")
+
+
+def test_too_few_cells_and_a_folder_as_case_file_are_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"'grid\.cells' must be at least 2 cells in y"):
+        config.parse("[grid]\ncells = [1, 1, 1]\n")
+    with pytest.raises(ConfigError, match="is a folder, not a TOML file"):
+        config.load(str(tmp_path))
+
+
+def test_the_solver_is_named_by_the_case_and_checked():
+    assert config.load("pressure-box").case.solver == "pressure"
+    with pytest.raises(ConfigError, match=r"'case\.solver' must be one of \['incompressible'"):
+        config.parse("[case]\nsolver = 'lbm'\n")
