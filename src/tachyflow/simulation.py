@@ -29,6 +29,7 @@ from tachyflow.config import Config
 from tachyflow.errors import SimulationDiverged
 from tachyflow.io.checkpoint import read_checkpoint
 from tachyflow.io.files import replacing
+from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
 from tachyflow.solvers.base import solver_class
 
@@ -66,6 +67,8 @@ class Simulation:
         self.comm = runtime.world() if comm is None else comm
         self.output = Path(output)
         self.root = self.comm.Get_rank() == 0
+        # One live run per folder: locked before anything in it is touched.
+        self._lock = agreement.on_root(self.comm, lambda: RunFolderLock(self.output))
         self.solver = solver_class(config.case.solver).from_case(config, self.comm, planning)
         self.decomposition = self.solver.decomposition
         self.history: list[dict] = []
@@ -208,10 +211,13 @@ class Simulation:
         return summary
 
     def free(self) -> None:
-        """Close the log and release communicators (collective)."""
+        """Close the log, release communicators and the folder (collective)."""
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         self.solver.free()
         self.decomposition.free()
 

@@ -62,7 +62,7 @@ def test_restart_continues_bit_identically(tmp_path_factory):
     second.free()
     if comm.rank == 0:
         identical = all(np.array_equal(a, b) for a, b in zip(result, expected, strict=True))
-        written = sorted(p.name for p in (folder / "straight").iterdir())
+        written = sorted(p.name for p in (folder / "straight").iterdir() if p.name[0] != ".")
     else:
         identical, written = True, []
     parallel_assert(identical and steps == 6, "restart diverged from the straight run")
@@ -184,3 +184,21 @@ def case_faces_y(case):
     from tachyflow.numerics.grid import tanh_faces
 
     return tanh_faces(case.grid.cells[1], case.grid.lengths[1], case.grid.stretching)
+
+
+@pytest.mark.parallel([1, 2])
+def test_a_second_run_into_a_live_runs_folder_is_refused_before_touching_it(tmp_path_factory):
+    from tachyflow.io.locks import FolderInUseError
+
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    live = Simulation(case, folder, comm, planning="estimate")
+    written = (folder / "config.toml").read_text() if comm.rank == 0 else None
+    other = case.replace("case", name="intruder")
+    with pytest.raises(FolderInUseError, match="in use by a live run"):
+        Simulation(other, folder, comm, planning="estimate")
+    if comm.rank == 0:
+        assert (folder / "config.toml").read_text() == written
+    live.free()
+    Simulation(other, folder, comm, planning="estimate").free()  # free once the run ends

@@ -107,6 +107,10 @@ class Run(Command):
             f"time per step {summary['time_per_step']['median']:.4f} s (median), simulated time "
             f"{summary['final_time']:.4g}, {shown}"
         )
-        written = sorted(path.name for path in output.iterdir()) if runtime.is_root() else []
+        written = (
+            [p.name for p in sorted(output.iterdir()) if p.name[0] != "."]
+            if runtime.is_root()
+            else []
+        )
         console.print(f"outputs in {output}/ ({', '.join(written)})")
         return 0
