@@ -205,6 +205,13 @@ def test_requests_without_the_token_are_refused(tmp_path):
         assert get(f"{base}/state?token={server.token}", "POST")[0] == 405
         assert get(f"{base}/image/slices?token={server.token}")[0] == 404  # none yet
         assert get(f"{base}/state?token={server.token}&viewer=a%20b")[0] == 400
+        # A malformed body length is a bad request, not a dropped connection.
+        connection = http.client.HTTPConnection("127.0.0.1", server.address[1], timeout=10)
+        connection.putrequest("POST", f"/detach?token={server.token}&viewer=page")
+        connection.putheader("Content-Length", "abc")
+        connection.endheaders()
+        assert connection.getresponse().status == 400
+        connection.close()
 
 
 def test_server_listens_on_loopback_only(tmp_path):

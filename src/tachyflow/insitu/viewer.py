@@ -472,7 +472,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path != "/detach":
             self.send_error(HTTPStatus.METHOD_NOT_ALLOWED)
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Content-Length must be a whole number")
+            return
         self.rfile.read(min(max(length, 0), MAXIMUM_BODY))
         viewer = self._viewer_id(query)
         if viewer is None:
