@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -87,7 +88,32 @@ def relaunch(
     environment = {**ONE_THREAD_PER_RANK, **os.environ, **(extra_environment or {})}
     if sys.stderr.isatty():
         environment[TERMINAL_VARIABLE] = str(shutil.get_terminal_size().columns)
-    return subprocess.call(command, env=environment, stderr=stderr)
+    job = subprocess.Popen(command, env=environment, stderr=stderr, preexec_fn=_die_with_parent)
+    # The job dies with its launcher: a signal to this process goes on to mpiexec (which
+    # passes it to the ranks), and a launcher killed outright takes mpiexec with it.
+    forwarded = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+    previous = {
+        number: signal.signal(number, lambda n, _: job.send_signal(n)) for number in forwarded
+    }
+    try:
+        while True:
+            try:
+                return job.wait()
+            except KeyboardInterrupt:  # pass it on (from a terminal mpiexec has it already)
+                job.send_signal(signal.SIGINT)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _die_with_parent() -> None:
+    """In the child: receive SIGTERM when the parent dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: signals are still forwarded
+        pass
 
 
 def mpi_info(comm) -> dict:
