@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("TACHYFLOW_TRACEBACK"):
             traceback.print_exc()
         code = EXIT_BAD_INPUT if isinstance(error, TachyflowError) else EXIT_FAILURE
+        code = getattr(error, "exit_code", code)  # a stop signal: 128 + its number
         if not command.uses_mpi:  # MPI never started: nothing to abort
             print(f"tachyflow: error: {type(error).__name__}: {error}", file=sys.stderr)
             return code

@@ -73,3 +73,37 @@ def _rebuild(cls, message: str, attributes: dict):
     error = cls(message, **keywords)
     error.__dict__.update(attributes)
     return error
+
+
+class RunInterrupted(TachyflowError, RuntimeError):
+    """A run stopped at the end of a step because the job was asked to stop (a signal).
+
+    Parameters
+    ----------
+    signal_name : str
+        The signal (``SIGINT``, ``SIGTERM``, ``SIGUSR1``).
+    step : int
+        The last completed step.
+    checkpoint : str
+        The checkpoint written before stopping ("" when none was).
+
+    Attributes
+    ----------
+    exit_code : int
+        128 plus the signal's number, as a shell reports a process a signal ended.
+    """
+
+    def __init__(self, signal_name: str, *, step: int, checkpoint: str = "", exit_code: int):
+        then = (
+            f"; checkpoint {checkpoint} written: continue with --restart latest"
+            if checkpoint
+            else ""
+        )
+        super().__init__(f"stopped by {signal_name} after step {step}{then}")
+        self.message = signal_name
+        self.step = step
+        self.checkpoint = checkpoint
+        self.exit_code = exit_code
+
+    def __reduce__(self):  # pickled to raise the same error on every rank
+        return _rebuild, (type(self), self.message, self.__dict__)

@@ -198,6 +198,39 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
         yield lambda steps=1: bar.advance(task, steps)
 
 
+class StopRequests:
+    """Signals that ask a run to stop at the end of its current step.
+
+    Within ``with StopRequests() as stop:`` SIGINT, SIGTERM and SIGUSR1 (what batch
+    schedulers send before a time limit) only record their number in ``stop.number``; the
+    run reads it between steps, where stopping leaves every rank consistent. A second
+    SIGINT raises KeyboardInterrupt as usual. Outside the block the previous handlers are
+    back.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.number = 0
+        self._previous = {}
+
+    def _record(self, number, frame) -> None:
+        if number == signal.SIGINT and self.number == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.number = self.number or int(number)
+
+    def __enter__(self) -> StopRequests:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {n: signal.signal(n, self._record) for n in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exception) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+
+
 def abort_on_exception(error: BaseException, exit_code: int = 1) -> int:
     """Report ``error`` in one line and end the whole job.
 

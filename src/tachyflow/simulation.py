@@ -26,7 +26,7 @@ import numpy as np
 
 from tachyflow import observers, runtime
 from tachyflow.config import Config
-from tachyflow.errors import SimulationDiverged
+from tachyflow.errors import RunInterrupted, SimulationDiverged
 from tachyflow.io.checkpoint import read_checkpoint
 from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
@@ -148,7 +148,8 @@ class Simulation:
         watchers = observers.build(self.config)
         for observer in watchers:
             observer.start(self)
-        with runtime.progress_bar(f"{self.config.case.name}", steps) as advance:
+        progress = runtime.progress_bar(f"{self.config.case.name}", steps)
+        with progress as advance, runtime.StopRequests() as stop:
             for _ in range(steps):
                 dt = self._time_step()
                 if not math.isfinite(dt):
@@ -164,11 +165,34 @@ class Simulation:
                         observer.observe(self)
                 iteration_times.append(time.perf_counter() - started)
                 advance(1)
+                if self.decomposition.maximum(stop.number):
+                    self._stop(int(self.decomposition.maximum(stop.number)), watchers)
         if not steps:
             self.dt = 0.0
         for observer in watchers:
             observer.finish(self)
         return self._summary(step_times, iteration_times, watchers)
+
+    def _stop(self, number: int, watchers) -> None:
+        """End the run on every rank after a stop signal: SIGTERM and SIGUSR1 first write a
+        checkpoint, so ``--restart latest`` goes on from this step (collective)."""
+        import signal
+
+        name = signal.Signals(number).name
+        checkpoint = ""
+        if number != signal.SIGINT:
+            for observer in watchers:
+                if observer.name == "checkpoints":
+                    observer.observe(self)
+                    checkpoint = str(observer.last or "")
+        for observer in watchers:
+            observer.close(self)
+        checkpoint = self.comm.bcast(checkpoint, root=0)
+        self.log(f"stopped by {name} after step {self.solver.steps}")
+        error = RunInterrupted(
+            name, step=self.solver.steps, checkpoint=checkpoint, exit_code=128 + number
+        )
+        agreement.agree(self.comm, error)  # every rank raises it: printed once
 
     def _summary(self, step_times, iteration_times, watchers) -> dict:
         solver = self.solver

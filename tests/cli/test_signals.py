@@ -48,3 +48,32 @@ def test_killing_the_launcher_ends_the_whole_job(tmp_path, number):
         if processes_writing(folder):  # the test failed: leave nothing running
             os.killpg(launcher.pid, signal.SIGKILL)
         launcher.wait(timeout=10)
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, number):
+    """SIGTERM (a batch system's warning) writes a checkpoint first; SIGINT just stops."""
+    folder = tmp_path / "run"
+    environment = dict(os.environ)
+    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
+        environment.pop(name, None)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "tachyflow", "run", "taylor-green", "-n", "2",
+         "--steps", "1000000", "-o", str(folder)],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert wait_until(lambda: (folder / "stats.csv").exists(), 60), "the run never started"
+        os.kill(launcher.pid, number)
+        _, errors = launcher.communicate(timeout=30)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    assert launcher.returncode == 128 + number, errors
+    lines = [line for line in errors.splitlines() if line.startswith("tachyflow:")]
+    assert len(lines) == 1 and f"stopped by {number.name} after step" in lines[0], errors
+    step = int(lines[0].split("after step ")[1].split(";")[0])
+    written = (folder / "checkpoints" / f"step_{step:08d}.npz").exists()
+    assert written == (number == signal.SIGTERM)
+    assert not processes_writing(folder)

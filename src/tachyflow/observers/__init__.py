@@ -70,6 +70,9 @@ class Observer:
     def finish(self, run) -> None:
         """After the last step."""
 
+    def close(self, run) -> None:
+        """After a run stopped early (a stop signal): leave files whole, write no more."""
+
     def summary(self) -> dict | None:
         """What the run's ``timings.json`` records of this observer, if anything."""
         return None

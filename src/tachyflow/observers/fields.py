@@ -50,6 +50,9 @@ class Fields(Observer):
     def finish(self, run) -> None:
         if self._last != run.solver.steps:  # the final state, unless the loop just wrote it
             self.observe(run)
+        self.close(run)
+
+    def close(self, run) -> None:
         if self._series is not None:
             self._series.close()
             self._series = self._vtk_files = None
