@@ -27,7 +27,7 @@ import numpy as np
 from tachyflow import observers, runtime
 from tachyflow.config import Config
 from tachyflow.errors import RunInterrupted, SimulationDiverged
-from tachyflow.io.checkpoint import read_checkpoint
+from tachyflow.io.checkpoint import newest_readable_checkpoint, read_checkpoint
 from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
@@ -45,8 +45,9 @@ class Simulation:
         Output folder (created).
     comm : mpi4py.MPI.Intracomm
         Ranks to run on.
-    restart : path, optional
-        Checkpoint to continue from.
+    restart : path or "latest", optional
+        Checkpoint to continue from; ``"latest"``: the newest one in the output folder
+        that reads whole (newer, unreadable ones are skipped with a warning).
 
     Attributes
     ----------
@@ -73,6 +74,8 @@ class Simulation:
         self.decomposition = self.solver.decomposition
         self.history: list[dict] = []
         self.restarted = restart is not None
+        if restart == "latest":
+            restart = agreement.on_root(self.comm, self._latest_checkpoint, share=True)
         if self.restarted:
             self._restore(restart)
         self.first_step = self.solver.steps
@@ -95,6 +98,12 @@ class Simulation:
     def _gather(self, name: str):
         """The whole cell-centred field ``name`` on rank 0 (None elsewhere) (collective)."""
         return self.decomposition.gather_global(self.solver.cell_field(name), "y")
+
+    def _latest_checkpoint(self) -> Path:
+        console = runtime.make_console(stderr=True)
+        return newest_readable_checkpoint(
+            self.output / "checkpoints", self.config.grid.cells, lambda line: console.print(line)
+        )
 
     def _restore(self, path) -> None:
         content = read_checkpoint(path, self.config.grid.cells)

@@ -202,3 +202,23 @@ def test_a_second_run_into_a_live_runs_folder_is_refused_before_touching_it(tmp_
         assert (folder / "config.toml").read_text() == written
     live.free()
     Simulation(other, folder, comm, planning="estimate").free()  # free once the run ends
+
+
+@pytest.mark.parallel([1, 2])
+def test_restart_latest_falls_back_to_the_newest_whole_checkpoint(tmp_path_factory, capfd):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    first = Simulation(case, folder, comm, planning="estimate")
+    first.run(6)  # checkpoints at steps 3 and 6
+    first.free()
+    if comm.rank == 0:
+        (folder / "checkpoints" / "step_00000006.npz").write_bytes(b"torn by a crash")
+        (folder / "checkpoints" / ".step_00000009.x1y2.npz").write_bytes(b"left by a kill")
+    comm.Barrier()
+    again = Simulation(case, folder, comm, restart="latest", planning="estimate")
+    assert again.solver.steps == 3
+    again.free()
+    if comm.rank == 0:
+        assert not (folder / "checkpoints" / ".step_00000009.x1y2.npz").exists()
+        assert "skipping checkpoint step_00000006.npz" in capfd.readouterr().err

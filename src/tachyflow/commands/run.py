@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tachyflow import runtime
 from tachyflow.commands import Command, options, register
-from tachyflow.errors import ConfigError
 
 
 def _case_names() -> list[str]:
@@ -61,19 +60,13 @@ class Run(Command):
         from rich.table import Table
 
         from tachyflow import config as case_files
-        from tachyflow.io.checkpoint import latest_checkpoint
         from tachyflow.simulation import Simulation
 
         config = case_files.load(args.case)
         if args.proc_grid is not None:
             config = config.replace("parallel", proc_grid=args.proc_grid)
         output = Path(args.output or Path("runs") / config.case.name)
-        restart = args.restart
-        if restart == "latest":
-            restart = latest_checkpoint(output / "checkpoints")
-            if restart is None:
-                raise ConfigError(f"--restart latest: no checkpoint in {output / 'checkpoints'}")
-        simulation = Simulation(config, output, runtime.world(), restart=restart)
+        simulation = Simulation(config, output, runtime.world(), restart=args.restart)
         last = config.time.steps if args.steps is None else args.steps
         summary = simulation.run(max(last - simulation.solver.steps, 0))
         simulation.free()

@@ -51,6 +51,32 @@ def latest_checkpoint(folder) -> Path | None:
     return found[-1] if found else None
 
 
+def newest_readable_checkpoint(folder, shape, warn=print) -> Path:
+    """The newest checkpoint in ``folder`` that reads whole for a grid of ``shape``.
+
+    Newer ones that do not (torn, corrupt, another grid) are skipped with a ``warn`` line
+    naming them; temporary files left by a writer that was killed are removed (call this
+    only while holding the run folder's lock). ConfigError when none is usable.
+    """
+    folder = Path(folder)
+    for leftover in folder.glob(".step_*.npz"):
+        leftover.unlink(missing_ok=True)
+    found = sorted(folder.glob("step_*.npz"), reverse=True)
+    for path in found:
+        try:
+            read_checkpoint(path, shape)
+        except ConfigError as error:
+            warn(f"skipping checkpoint {path.name}: {error}")
+            continue
+        if path != found[0]:
+            warn(f"restarting from {path.name}, the newest checkpoint that reads whole")
+        return path
+    raise ConfigError(
+        f"--restart latest: no usable checkpoint in {folder}"
+        + (f" ({len(found)} found, none readable)" if found else "")
+    )
+
+
 def read_checkpoint(path, shape) -> dict:
     """Load a checkpoint and check it fits a grid of ``shape``; ConfigError otherwise."""
     path = Path(path)
