@@ -33,3 +33,22 @@ def test_ranks_holding_panel_shares_sum_to_the_serial_signal():
     scale = np.abs(serial.pressure).max()
     assert np.abs(summed.thickness - serial.thickness).max() < 1e-12 * scale
     assert np.abs(summed.loading - serial.loading).max() < 1e-12 * scale
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_an_observer_on_one_ranks_panel_raises_on_every_rank_instead_of_hanging():
+    comm = MPI.COMM_WORLD
+    times = np.arange(0.0, 4.0 * WIDTH, WIDTH / 20.0)
+    centres, normals, areas = sphere(1.0, 8, 16)
+    nt = times.size
+    positions = np.broadcast_to(centres, (nt, *centres.shape))
+    pressure, _, _ = monopole_field(positions, times[:, None], 0.0, STRENGTH)
+    last = areas.size - 1  # owned by the last rank only
+    observers = np.array([[10.0, 0.0, 0.0], centres[last]])
+    solver = FWHSolver(observers, np.linspace(0.0, 4.0 * WIDTH, 50), c0=C0, rho0=RHO0, comm=comm)
+    mine = np.array_split(np.arange(areas.size), comm.size)[comm.rank]
+    with pytest.raises(ValueError, match=r"observer 1 at .* is on the surface"):
+        solver.solve(
+            times, positions[:, mine], np.broadcast_to(normals, positions.shape)[:, mine],
+            areas[mine], np.zeros(positions[:, mine].shape), pressure[:, mine],
+        )  # fmt: skip

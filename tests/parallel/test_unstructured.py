@@ -203,3 +203,15 @@ def test_the_pressure_case_runs_through_the_solver_interface(tmp_path_factory):
         ranks = set(np.concatenate(written.cell_data["rank"]).tolist())
         assert ranks == set(range(comm.size))
         assert (folder / "stats.csv").read_text().count("\n") == 2
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_a_failing_user_callback_on_the_root_raises_on_every_rank_instead_of_hanging():
+    comm = MPI.COMM_WORLD
+    mesh = box_hex_mesh((4, 3, 2)) if comm.rank == 0 else None
+
+    def neumann(centres, normals):
+        raise RuntimeError("my boundary callback failed")
+
+    with pytest.raises(RuntimeError, match="my boundary callback failed"):
+        UnstructuredPressureSolver(comm, mesh, source=1.0, neumann=neumann)

@@ -21,6 +21,7 @@ import numpy as np
 
 from tachyflow import collectives
 from tachyflow.numerics.fwh_kernels import accumulate_retarded, source_derivative
+from tachyflow.parallel import agreement
 
 # An observer closer than this fraction of a panel's width to the panel centre is on the
 # surface: the one-point panel quadrature of the 1/r and 1/r^2 integrands is meaningless.
@@ -278,6 +279,7 @@ class FWHAccumulator:
         # the first `_done` are integrated already.
         self._held: list[np.ndarray] | None = None
         self._done = 0
+        self._problem: ValueError | None = None  # an observer on this rank's panels
         self.steps = 0
 
     def add(self, times, positions, surface_velocity, normal_flux, load) -> None:
@@ -327,6 +329,7 @@ class FWHAccumulator:
         self.steps = 0
         thickness, loading = self.thickness, self.loading
         if self.solver.comm is not None:
+            agreement.agree(self.solver.comm, self._problem)
             thickness = self.solver.sum_over_ranks(thickness)
             loading = self.solver.sum_over_ranks(loading)
         return FWHSignals(self.solver.observer_times.copy(), thickness, loading)
@@ -359,10 +362,13 @@ class FWHAccumulator:
             self.loading,
             bad,
         )
-        if bad[0] >= 0:
+        if bad[0] >= 0 and self._problem is None:
             k, i, j = (int(b) for b in bad)
-            raise ValueError(
+            self._problem = ValueError(
                 f"observer {j} at {solver.observers[j].tolist()} is on the surface: within "
                 f"half a panel width of panel {i} at {positions[first + k, i].tolist()} "
                 f"(time {times[first + k]!r})"
             )
+            if solver.comm is None:
+                raise self._problem
+            # With ranks, the panel is one rank's: every rank learns of it in finish().
