@@ -23,7 +23,6 @@ SURFACES = ("none", "sphere", "box", "cylinder", "mesh")
 EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
 SYNCS = ("auto", "lock", "fence", "pscw")
 PLANES = ("xy", "xz", "yz")
-PIPELINES = ("slice", "isosurface", "probes", "statistics")
 MODES = ("insitu", "transit")
 QUEUE_FULL_POLICIES = ("Block", "Discard")
 FIELDS = ("u", "v", "w", "p", "speed")
@@ -454,9 +453,15 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
     names = [pipeline.name for pipeline in insitu.pipeline]
     require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
             names)  # fmt: skip
+    if insitu.pipeline:
+        # The kinds are the pipelines registered (insitu.pipelines keeps VTK and numba out
+        # of its import).
+        from tachyflow.insitu.pipelines import kinds
+
+        known = kinds()
     for pipeline in insitu.pipeline:
         key = f"insitu.pipeline '{pipeline.name}'"
-        require(pipeline.kind in PIPELINES, f"{key} kind", f"one of {PIPELINES}", pipeline.kind)
+        require(pipeline.kind in known, f"{key} kind", f"one of {known}", pipeline.kind)
         require(pipeline.mode in MODES, f"{key} mode", f"one of {MODES}", pipeline.mode)
         require(pipeline.field in FIELDS, f"{key} field", f"one of {FIELDS}", pipeline.field)
         require(pipeline.colour_by in ("", *FIELDS), f"{key} colour_by", f"one of {FIELDS}",

@@ -1,8 +1,10 @@
-"""Plug-ins: a user's own commands, observers and solvers, registered from outside tachyflow.
+"""Plug-ins: a user's own commands, observers, solvers and visualisation pipeline kinds,
+registered from outside tachyflow.
 
 A plug-in is a Python module that registers things when imported, with
-:func:`tachyflow.commands.register`, :func:`tachyflow.observers.register` or
-:func:`tachyflow.solvers.register`. tachyflow imports, once per process:
+:func:`tachyflow.commands.register`, :func:`tachyflow.observers.register`,
+:func:`tachyflow.solvers.register` or :func:`tachyflow.insitu.pipelines.register_pipeline`.
+tachyflow imports, once per process:
 
 - every module named in ``$TACHYFLOW_PLUGINS`` (comma-separated module names, importable
   from ``sys.path``/``PYTHONPATH``), and

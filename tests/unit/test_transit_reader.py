@@ -19,12 +19,10 @@ from tachyflow.insitu.transit import (
     StreamInUseError,
     TransitReader,
     TransitWriter,
-    _clashing,
-    _cmanager_id,
-    _lookup3,
     transit_folder,
     writer_alive,
 )
+from tachyflow.insitu.transit.sst import clashing, cmanager_id, lookup3
 from tachyflow.parallel import PencilDecomposition
 from tests.transit_peer import WRITER_FIELDS, WRITER_SHAPE, log_lines, peer_process, wait_until
 
@@ -120,10 +118,10 @@ def evpath_cmanager_id(seed: int) -> int:
 
 def test_attribute_atoms_hash_like_lookup3():
     # Vectors of lookup3.c's own driver, then the atoms seen in SST contact files.
-    assert _lookup3(b"") == 0xDEADBEEF
-    assert _lookup3(b"Four score and seven years ago") == 0x17770551
-    assert _lookup3(b"IP_PORT") == 0x8DF2C994
-    assert _lookup3(b"IP_ADDR") == 0x98023901
+    assert lookup3(b"") == 0xDEADBEEF
+    assert lookup3(b"Four score and seven years ago") == 0x17770551
+    assert lookup3(b"IP_PORT") == 0x8DF2C994
+    assert lookup3(b"IP_ADDR") == 0x98023901
 
 
 def test_contact_file_gives_the_cmanager_id_seeded_from_pid_and_time(tmp_path):
@@ -132,13 +130,13 @@ def test_contact_file_gives_the_cmanager_id_seeded_from_pid_and_time(tmp_path):
     with peer_process("write", run_dir, log, interval=0.05) as writer:
         assert wait_until(lambda: written(log), 30)
         opened_before = int(time.time())
-        identity = _cmanager_id(transit_folder(run_dir) / "stream-0.sst")
+        identity = cmanager_id(transit_folder(run_dir) / "stream-0.sst")
         writer.send_signal(signal.SIGKILL)
     seconds = range(opened_after, opened_before + 1)
     assert identity in {evpath_cmanager_id(writer.pid + second) for second in seconds}
-    assert _cmanager_id(tmp_path / "missing.sst") is None
+    assert cmanager_id(tmp_path / "missing.sst") is None
 
 
 def test_clashing_identities_are_the_repeated_ones():
-    assert _clashing([7, None, 7, 3, None, 3, 5]) == {2, 5}
-    assert _clashing([None, None, 1]) == set()
+    assert clashing([7, None, 7, 3, None, 3, 5]) == {2, 5}
+    assert clashing([None, None, 1]) == set()

@@ -10,27 +10,69 @@ so the same code serves in situ and in transit:
 3. ``draw`` on that process: VTK for isosurfaces and slices, matplotlib for probe
    histories and statistics.
 
-Kinds: ``slice`` (``field`` on the plane ``plane`` at ``position`` along its normal),
-``isosurface`` (``field = value`` coloured by ``colour_by``), ``probes`` (``field`` at
-``points``, appended to ``probes_<name>.csv`` and plotted), ``statistics`` (the run's
-statistics history). Fields: u, v, w, p and ``speed`` (|u|), all at cell centres.
+Each kind is one :class:`Pipeline` subclass registered by name with
+:func:`register_pipeline`; the case file's ``kind`` picks it, and the names registered
+are the kinds a case may use. Built in: ``slice`` (``field`` on the plane ``plane`` at
+``position`` along its normal), ``isosurface`` (``field = value`` coloured by
+``colour_by``), ``probes`` (``field`` at ``points``, appended to ``probes_<name>.csv`` and
+plotted), ``statistics`` (the run's statistics history). Fields: u, v, w, p and ``speed``
+(|u|), all at cell centres.
+
+Reading a case file imports this module to check the kinds: heavy modules (VTK, numba,
+the collectives) are imported where a pipeline first needs them.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from tachyflow import collectives
-from tachyflow.config import PipelineSection
+from tachyflow.errors import ConfigError
 from tachyflow.insitu.extract import extract_isosurface, extract_slice
 from tachyflow.io.files import replacing
-from tachyflow.numerics.grid import StaggeredGrid
-from tachyflow.numerics.interpolation import CORNER_OFFSETS, interpolation_stencils
+
+if TYPE_CHECKING:
+    from tachyflow.config import PipelineSection
+    from tachyflow.numerics.grid import StaggeredGrid
 
 PLANE_NORMALS = {"yz": 0, "xz": 1, "xy": 2}
+
+_KINDS: dict[str, type[Pipeline]] = {}
+
+
+def register_pipeline(kind: str):
+    """Class decorator: make a :class:`Pipeline` subclass the pipeline of ``kind`` in case
+    files (``[[insitu.pipeline]] kind = "..."``)."""
+
+    def decorate(cls: type[Pipeline]) -> type[Pipeline]:
+        if not (isinstance(cls, type) and issubclass(cls, Pipeline)):
+            raise TypeError(f"register_pipeline({kind!r}) takes a Pipeline subclass, got {cls!r}")
+        if kind in _KINDS and _KINDS[kind] is not cls:
+            raise ValueError(f"a pipeline of kind {kind!r} is already registered")
+        cls.kind = kind
+        _KINDS[kind] = cls
+        return cls
+
+    return decorate
+
+
+def kinds() -> tuple[str, ...]:
+    """The pipeline kinds a case may use: built-ins, then plug-ins'."""
+    from tachyflow import plugins
+
+    plugins.load()
+    return tuple(_KINDS)
+
+
+def pipeline_class(kind: str) -> type[Pipeline]:
+    """The pipeline registered as ``kind``."""
+    known = kinds()
+    if kind not in known:
+        raise ConfigError(f"insitu.pipeline kind must be one of {known}, got {kind!r}")
+    return _KINDS[kind]
 
 
 class Cadence:
@@ -60,6 +102,11 @@ def padded(field: np.ndarray) -> np.ndarray:
 class Pipeline:
     """One ``[[insitu.pipeline]]`` entry (see the module docstring).
 
+    ``Pipeline(section, grid)`` builds the subclass registered for ``section.kind``. A new
+    kind subclasses this class, registers it with :func:`register_pipeline` and overrides
+    :meth:`draw`, and :meth:`extract` and :meth:`gather_pieces` when it has something to
+    extract (the defaults extract and gather nothing).
+
     Parameters
     ----------
     section : PipelineSection
@@ -68,99 +115,162 @@ class Pipeline:
         Geometry of the whole grid.
     start_time : float
         Simulated time the cadence counts from.
+
+    Notes
+    -----
+    :meth:`extract` and :meth:`draw` are local; :meth:`gather` is collective over the
+    communicator it is given.
     """
+
+    kind: ClassVar[str]
+    #: Whether :meth:`draw` reads the run's statistics history.
+    draws_history: ClassVar[bool] = False
+
+    def __new__(cls, section: PipelineSection, grid: StaggeredGrid, start_time: float = 0.0):
+        if cls is Pipeline:
+            cls = pipeline_class(section.kind)
+        return super().__new__(cls)
 
     def __init__(self, section: PipelineSection, grid: StaggeredGrid, start_time: float = 0.0):
         self.section = section
         self.name = section.name
-        self.kind = section.kind
         self.grid = grid
         self.cadence = Cadence(section.every, section.every_time, start_time)
-        colour = section.colour_by or section.field
-        self.fields = (
-            () if self.kind == "statistics" else tuple(dict.fromkeys((section.field, colour)))
-        )
+        #: The fields :meth:`extract` reads.
+        self.fields = tuple(dict.fromkeys((section.field, section.colour_by or section.field)))
         self.value_range = None if section.range == (0.0, 0.0) else section.range
-        self.points = np.array(section.points, dtype=np.float64).reshape(-1, 3)
-        self._probe_history: list[list[float]] = []
 
     # -- 1: extract on a ghosted piece -------------------------------------------------
 
     def extract(self, fields: dict[str, np.ndarray], start):
         """This piece's share (``fields``: ghosted cell-centred pieces, ``start``: global
-        index of the first own cell)."""
-        section = self.section
-        if self.kind == "slice":
-            axis = PLANE_NORMALS[section.plane]
-            return extract_slice(fields[section.field], self.grid, start, axis, section.position)
-        if self.kind == "isosurface":
-            colour = fields[section.colour_by or section.field]
-            return extract_isosurface(
-                fields[section.field], section.value, self.grid, start, colour_by=colour
-            )
-        if self.kind == "probes":
-            return probe_values(fields[section.field], self.grid, start, self.points)
+        index of the first own cell); None when the kind extracts nothing."""
         return None
 
     # -- 2: gather (collective) --------------------------------------------------------
 
     def gather(self, comm, piece):
         """The whole result on rank 0 of ``comm`` (``None`` elsewhere)."""
-        from tachyflow.insitu.render import gather_isosurface, gather_slice
-
         if comm is None or comm.Get_size() == 1:
             return piece
-        if self.kind == "slice":
-            return gather_slice(comm, piece)
-        if self.kind == "isosurface":
-            return gather_isosurface(comm, piece)
-        if self.kind == "probes":
-            # Each point has one owner; the others hold NaN, which counts as 0.
-            found = collectives.reduce(comm, np.nan_to_num(piece, nan=0.0), "sum", 0, "native")
-            if comm.Get_rank() != 0:
-                return None
-            return found
+        return self.gather_pieces(comm, piece)
+
+    def gather_pieces(self, comm, piece):
+        """The pieces of two or more ranks joined on rank 0 (collective)."""
         return None
 
     # -- 3: draw (one process) ---------------------------------------------------------
 
     def draw(self, renderer, whole, folder, step: int, time: float, history) -> Path:
         """Draw the gathered result into ``folder``; returns the picture's path."""
+        raise NotImplementedError
+
+    def _picture(self, folder, step: int) -> Path:
+        return Path(folder) / f"{self.name}_{step:08d}.png"
+
+    def _title(self) -> str:
+        return f"{self.name}: {self.section.field}"
+
+
+@register_pipeline("slice")
+class SlicePipeline(Pipeline):
+    """``field`` on the plane ``plane`` at ``position`` along its normal (VTK)."""
+
+    def extract(self, fields, start):
         section = self.section
-        path = Path(folder) / f"{self.name}_{step:08d}.png"
-        title = f"{self.name}: {section.field}"
-        if self.kind == "slice":
-            return renderer.render_slice(
-                whole, path, field=section.field, colour_map=section.colour_map,
-                value_range=self.value_range, title=title, step=step, time=time,
-            )  # fmt: skip
-        if self.kind == "isosurface":
-            box = (0.0, self.grid.lengths[0], 0.0, self.grid.lengths[1], 0.0, self.grid.lengths[2])
-            return renderer.render_isosurface(
-                whole, path, field=section.colour_by or section.field,
-                colour_map=section.colour_map, value_range=self.value_range, bounds=box,
-                title=f"{title} = {section.value:g}", step=step, time=time,
-            )  # fmt: skip
-        if self.kind == "probes":
-            self._probe_history.append([step, time, *whole.tolist()])
-            self._write_probes(Path(folder))
-            return _plot_probes(
-                self._probe_history, section.field, Path(folder) / f"{self.name}.png"
-            )
+        axis = PLANE_NORMALS[section.plane]
+        return extract_slice(fields[section.field], self.grid, start, axis, section.position)
+
+    def gather_pieces(self, comm, piece):
+        from tachyflow.insitu.render import gather_slice
+
+        return gather_slice(comm, piece)
+
+    def draw(self, renderer, whole, folder, step, time, history) -> Path:
+        section = self.section
+        return renderer.render_slice(
+            whole, self._picture(folder, step), field=section.field,
+            colour_map=section.colour_map, value_range=self.value_range, title=self._title(),
+            step=step, time=time,
+        )  # fmt: skip
+
+
+@register_pipeline("isosurface")
+class IsosurfacePipeline(Pipeline):
+    """The surface ``field = value``, coloured by ``colour_by`` (VTK)."""
+
+    def extract(self, fields, start):
+        section = self.section
+        colour = fields[section.colour_by or section.field]
+        return extract_isosurface(
+            fields[section.field], section.value, self.grid, start, colour_by=colour
+        )
+
+    def gather_pieces(self, comm, piece):
+        from tachyflow.insitu.render import gather_isosurface
+
+        return gather_isosurface(comm, piece)
+
+    def draw(self, renderer, whole, folder, step, time, history) -> Path:
+        section = self.section
+        box = (0.0, self.grid.lengths[0], 0.0, self.grid.lengths[1], 0.0, self.grid.lengths[2])
+        return renderer.render_isosurface(
+            whole, self._picture(folder, step), field=section.colour_by or section.field,
+            colour_map=section.colour_map, value_range=self.value_range, bounds=box,
+            title=f"{self._title()} = {section.value:g}", step=step, time=time,
+        )  # fmt: skip
+
+
+@register_pipeline("probes")
+class ProbesPipeline(Pipeline):
+    """``field`` at ``points``: appended to ``probes_<name>.csv`` and plotted."""
+
+    def __init__(self, section, grid, start_time: float = 0.0):
+        super().__init__(section, grid, start_time)
+        self.points = np.array(section.points, dtype=np.float64).reshape(-1, 3)
+        self._history: list[list[float]] = []
+
+    def extract(self, fields, start):
+        return probe_values(fields[self.section.field], self.grid, start, self.points)
+
+    def gather_pieces(self, comm, piece):
+        from tachyflow import collectives
+
+        # Each point has one owner; the others hold NaN, which counts as 0.
+        found = collectives.reduce(comm, np.nan_to_num(piece, nan=0.0), "sum", 0, "native")
+        return found if comm.Get_rank() == 0 else None
+
+    def draw(self, renderer, whole, folder, step, time, history) -> Path:
+        folder = Path(folder)
+        self._history.append([step, time, *whole.tolist()])
+        header = "step,time," + ",".join(f"probe_{i}" for i in range(len(self.points)))
+        with replacing(folder / f"probes_{self.name}.csv") as temporary:
+            np.savetxt(temporary, np.array(self._history), delimiter=",", header=header)
+        return _plot_probes(self._history, self.section.field, folder / f"{self.name}.png")
+
+
+@register_pipeline("statistics")
+class StatisticsPipeline(Pipeline):
+    """The run's statistics history, redrawn (matplotlib); reads no field."""
+
+    draws_history = True
+
+    def __init__(self, section, grid, start_time: float = 0.0):
+        super().__init__(section, grid, start_time)
+        self.fields = ()
+
+    def draw(self, renderer, whole, folder, step, time, history) -> Path:
         from tachyflow.insitu.plots import plot_history
 
         return plot_history(history, Path(folder) / f"{self.name}.png")
-
-    def _write_probes(self, folder: Path) -> None:
-        header = "step,time," + ",".join(f"probe_{i}" for i in range(len(self.points)))
-        with replacing(folder / f"probes_{self.name}.csv") as temporary:
-            np.savetxt(temporary, np.array(self._probe_history), delimiter=",", header=header)
 
 
 def probe_values(field: np.ndarray, grid: StaggeredGrid, start, points: np.ndarray):
     """Trilinear values at ``points`` of a ghosted cell-centred piece; NaN for points in
     cells the piece does not own (each point has exactly one owner, which holds the whole
     stencil within its ghost layer)."""
+    from tachyflow.numerics.interpolation import CORNER_OFFSETS, interpolation_stencils
+
     stencils = interpolation_stencils(grid, points)
     offset = np.asarray(start, dtype=np.int64)
     interior = np.array(field.shape) - 2

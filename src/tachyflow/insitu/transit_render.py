@@ -125,7 +125,7 @@ def render_in_transit(
                     if field not in ghosted:
                         ghosted[field] = padded(fields[field])
                 piece = pipeline.extract(ghosted, (0, 0, 0))
-                history = _history(run_dir) if pipeline.kind == "statistics" else []
+                history = _history(run_dir) if pipeline.draws_history else []
                 pipeline.draw(renderer, piece, folder, step, time, history)
                 summary["drawn"] += 1
             started = clock.perf_counter()
