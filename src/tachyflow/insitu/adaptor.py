@@ -151,7 +151,7 @@ class VisualisationAdaptor:
         whole = pipeline.gather(self.decomposition.comm, piece)
         started = self._timed("gather", started)
         if self.root:
-            if self._renderer is None and pipeline.kind in ("slice", "isosurface"):
+            if self._renderer is None and pipeline.draws_scene:
                 from tachyflow.insitu.render import SceneRenderer
 
                 self._renderer = SceneRenderer((self.section.width, self.section.height))

@@ -125,6 +125,8 @@ class Pipeline:
     kind: ClassVar[str]
     #: Whether :meth:`draw` reads the run's statistics history.
     draws_history: ClassVar[bool] = False
+    #: Whether :meth:`draw` needs a VTK :class:`~tachyflow.insitu.render.SceneRenderer`.
+    draws_scene: ClassVar[bool] = False
 
     def __new__(cls, section: PipelineSection, grid: StaggeredGrid, start_time: float = 0.0):
         if cls is Pipeline:
@@ -176,6 +178,8 @@ class Pipeline:
 class SlicePipeline(Pipeline):
     """``field`` on the plane ``plane`` at ``position`` along its normal (VTK)."""
 
+    draws_scene = True
+
     def extract(self, fields, start):
         section = self.section
         axis = PLANE_NORMALS[section.plane]
@@ -198,6 +202,8 @@ class SlicePipeline(Pipeline):
 @register_pipeline("isosurface")
 class IsosurfacePipeline(Pipeline):
     """The surface ``field = value``, coloured by ``colour_by`` (VTK)."""
+
+    draws_scene = True
 
     def extract(self, fields, start):
         section = self.section
