@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tachyflow import __version__
+from tachyflow.registry import Registry
 
 EXIT_FAILURE = 1
 
@@ -94,21 +95,13 @@ class Benchmark(Command):
         return []
 
 
-_COMMANDS: dict[str, Command] = {}
+_COMMANDS = Registry("command", Command)
 _GROUPS: dict[str, tuple[str, str]] = {}
 
 
 def register(cls: type[Command]) -> type[Command]:
     """Class decorator: make ``cls`` a command (its ``name`` must be new)."""
-    if not (isinstance(cls, type) and issubclass(cls, Command)):
-        raise TypeError(f"register() takes a Command subclass, got {cls!r}")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{cls.__name__}.name must be a non-empty string, got {name!r}")
-    if name in _COMMANDS and type(_COMMANDS[name]) is not cls:
-        raise ValueError(f"a command named {name!r} is already registered")
-    _COMMANDS[name] = cls()
-    return cls
+    return _COMMANDS.add(cls)
 
 
 def register_group(name: str, help: str, description: str = "") -> None:
@@ -124,7 +117,7 @@ def load() -> dict[str, Command]:
     from tachyflow import plugins
 
     plugins.load()
-    return dict(_COMMANDS)
+    return {name: cls() for name, cls in _COMMANDS.classes().items()}
 
 
 def benchmarks() -> dict[str, Benchmark]:

@@ -33,6 +33,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.insitu.extract import extract_isosurface, extract_slice
 from tachyflow.io.files import replacing
+from tachyflow.registry import Registry
 
 if TYPE_CHECKING:
     from tachyflow.config import PipelineSection
@@ -40,23 +41,11 @@ if TYPE_CHECKING:
 
 PLANE_NORMALS = {"yz": 0, "xz": 1, "xy": 2}
 
-_KINDS: dict[str, type[Pipeline]] = {}
-
 
 def register_pipeline(kind: str):
     """Class decorator: make a :class:`Pipeline` subclass the pipeline of ``kind`` in case
     files (``[[insitu.pipeline]] kind = "..."``)."""
-
-    def decorate(cls: type[Pipeline]) -> type[Pipeline]:
-        if not (isinstance(cls, type) and issubclass(cls, Pipeline)):
-            raise TypeError(f"register_pipeline({kind!r}) takes a Pipeline subclass, got {cls!r}")
-        if kind in _KINDS and _KINDS[kind] is not cls:
-            raise ValueError(f"a pipeline of kind {kind!r} is already registered")
-        cls.kind = kind
-        _KINDS[kind] = cls
-        return cls
-
-    return decorate
+    return _KINDS.named(kind)
 
 
 def kinds() -> tuple[str, ...]:
@@ -64,7 +53,7 @@ def kinds() -> tuple[str, ...]:
     from tachyflow import plugins
 
     plugins.load()
-    return tuple(_KINDS)
+    return tuple(_KINDS.classes())
 
 
 def pipeline_class(kind: str) -> type[Pipeline]:
@@ -172,6 +161,9 @@ class Pipeline:
 
     def _title(self) -> str:
         return f"{self.name}: {self.section.field}"
+
+
+_KINDS = Registry("pipeline kind", Pipeline, attribute="kind")
 
 
 @register_pipeline("slice")

@@ -19,6 +19,7 @@ import importlib
 from typing import ClassVar
 
 from tachyflow.errors import ConfigError
+from tachyflow.registry import Registry
 
 # Built-in observers, in the order they observe a step (statistics first: images and the
 # live viewer show the history it records). Imported on first use.
@@ -31,8 +32,6 @@ BUILTIN = (
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
 )
-
-_OBSERVERS: dict[str, type[Observer]] = {}
 
 
 class Observer:
@@ -94,17 +93,12 @@ def require_structured(config, section: str) -> None:
         )
 
 
+_OBSERVERS = Registry("observer", Observer)
+
+
 def register(cls: type[Observer]) -> type[Observer]:
     """Class decorator: make ``cls`` an observer that cases can turn on by its ``name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Observer)):
-        raise TypeError(f"observers.register() takes an Observer subclass, got {cls!r}")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{cls.__name__}.name must be a non-empty string, got {name!r}")
-    if name in _OBSERVERS and _OBSERVERS[name] is not cls:
-        raise ValueError(f"an observer named {name!r} is already registered")
-    _OBSERVERS[name] = cls
-    return cls
+    return _OBSERVERS.add(cls)
 
 
 def registered() -> dict[str, type[Observer]]:
@@ -114,7 +108,7 @@ def registered() -> dict[str, type[Observer]]:
     for module in BUILTIN:
         importlib.import_module(module)
     plugins.load()
-    return dict(_OBSERVERS)
+    return _OBSERVERS.classes()
 
 
 def build(config) -> list[Observer]:

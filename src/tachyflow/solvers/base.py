@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from tachyflow.errors import ConfigError
+from tachyflow.registry import Registry
 
 # Built-in solvers: name -> module that registers it (imported on first use, so that reading
 # a case file never imports a solver's kernels).
@@ -23,8 +24,6 @@ BUILTIN = {
     "incompressible": "tachyflow.solvers.incompressible",
     "pressure": "tachyflow.solvers.pressure_case",
 }
-
-_SOLVERS: dict[str, type[Solver]] = {}
 
 
 class Solver:
@@ -112,19 +111,12 @@ class Solver:
         """Release communicators and plans."""
 
 
+_SOLVERS = Registry("solver", Solver)
+
+
 def register(name: str):
     """Class decorator: register a :class:`Solver` subclass under ``name``."""
-
-    def decorate(cls: type[Solver]) -> type[Solver]:
-        if not (isinstance(cls, type) and issubclass(cls, Solver)):
-            raise TypeError(f"solvers.register({name!r}) takes a Solver subclass, got {cls!r}")
-        if name in _SOLVERS and _SOLVERS[name] is not cls:
-            raise ValueError(f"a solver named {name!r} is already registered")
-        cls.name = name
-        _SOLVERS[name] = cls
-        return cls
-
-    return decorate
+    return _SOLVERS.named(name)
 
 
 def names() -> list[str]:
@@ -132,7 +124,7 @@ def names() -> list[str]:
     from tachyflow import plugins
 
     plugins.load()
-    return sorted(set(BUILTIN) | set(_SOLVERS))
+    return sorted(set(BUILTIN) | set(_SOLVERS.classes()))
 
 
 def solver_class(name: str) -> type[Solver]:
