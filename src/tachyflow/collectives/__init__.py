@@ -4,164 +4,51 @@
 ``alltoall`` take ``algo``: a name from
 :data:`~tachyflow.collectives.algorithms.ALGORITHMS`, ``"native"`` (the MPI library's
 call), or ``"auto"``: the algorithm (and segment count), ``native`` included, with the
-lowest simulated time under the machine profile (``profile=``: a model object, a
-built-in profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the
-built-in ``shared-memory`` one). ``native`` is modelled as the library's default
-algorithm; every prediction is scaled by the profile's calibration when it has one.
-``explain=True`` returns ``(result, Choice)`` telling what ran and why. All ranks must
-pass the same count, dtype, op, root and algo. Every function is collective over
+lowest simulated time under the machine profile (``profile=``: a
+:class:`~tachyflow.models.profiles.MachineProfile`, a model object, a built-in profile
+name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the built-in
+``shared-memory`` one), chosen and cached by :mod:`tachyflow.collectives.selection`.
+``native`` is modelled as the library's default algorithm; every prediction is scaled by
+the profile's calibration when it has one. ``explain=True`` returns ``(result, Choice)``
+telling what ran and why. All ranks must pass the same count, dtype, op, root and algo,
+and with ``"auto"`` profiles of the same content. Every function is collective over
 ``comm``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from tachyflow.collectives import executor
-from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
-from tachyflow.collectives.formulas import (
-    optimal_pipeline_segments,
-    optimal_two_path_segments,
-    predict,
+from tachyflow.collectives.algorithms import ALGORITHMS, build
+from tachyflow.collectives.schedule import result_defined
+from tachyflow.collectives.selection import (
+    SIMULATE_UP_TO,
+    Choice,
+    choose,
+    native_equivalent,
+    schedule_count,
+    segment_count,
 )
-from tachyflow.collectives.schedule import largest_power_of_two, result_defined
-from tachyflow.collectives.simulator import simulate
-from tachyflow.models import Hockney, LogGP, load_profile
-from tachyflow.models.profiles import calibration_factor, load_calibration
 
-# Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
-SIMULATE_UP_TO = 4096
-
-
-def native_equivalent(operation: str, block_bytes: int, size: int, count: int) -> str:
-    """The schedule that models the MPI library's own call: MPICH's default selection for
-    ``count`` elements (``block_bytes`` per rank's block for gather, scatter and alltoall).
-
-    Broadcast: binomial below 12 KiB or 8 ranks, else scatter + allgather. Reduce:
-    binomial up to 2 KiB or fewer elements than the largest power of two P' of the ranks,
-    else Rabenseifner; allreduce likewise from 8 B. Scans: recursive doubling. Gather and
-    scatter: binomial. Alltoall: Bruck up to 256 B blocks on 8 ranks or more, every send
-    at once up to 32 KiB, else pairwise.
-    (MPICH 5's built-in selection table, where it has an algorithm of ours.)
-    """
-    few = count < largest_power_of_two(size)
-    return {
-        "bcast": "binomial" if block_bytes <= 12288 or size < 8 else "scatter-ring",
-        "reduce": "binomial" if block_bytes <= 2048 or few else "rabenseifner",
-        "allreduce": "recursive-doubling" if block_bytes <= 8 or few else "rabenseifner",
-        "scan": "recursive-doubling",
-        "exscan": "recursive-doubling",
-        "gather": "binomial",
-        "scatter": "binomial",
-        "alltoall": (
-            "bruck"
-            if block_bytes <= 256 and size >= 8
-            else "linear-nonblocking"
-            if block_bytes <= 32768
-            else "pairwise"
-        ),
-    }[operation]
-
-
-def schedule_count(operation: str, size: int, count: int) -> int:
-    """Elements of the executor's buffer for ``count`` elements per rank (per block for
-    gather, scatter and alltoall, whose buffers hold P or 2P blocks)."""
-    return count * {"gather": size, "scatter": size, "alltoall": 2 * size}.get(operation, 1)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What ``algo`` ran and why: every candidate's predicted time under ``profile``."""
-
-    algorithm: str
-    segments: int
-    profile: str
-    predictions: dict[str, float] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        ranked = sorted(self.predictions.items(), key=lambda item: item[1])
-        table = ", ".join(f"{name} {seconds * 1e6:.1f} us" for name, seconds in ranked)
-        return (
-            f"{self.algorithm} (segments {self.segments}) predicted fastest under the "
-            f"{self.profile} profile: {table}"
-        )
-
-
-def segment_count(
-    operation: str, algorithm: str, size: int, nbytes: int, model: Hockney | LogGP
-) -> int | None:
-    """The model's segment count for a segmented algorithm (None for the others).
-
-    Pipelines use seed 003's optimum ``k* = √(hops·nβ/α)`` for their chain (two paths:
-    :func:`~tachyflow.collectives.formulas.optimal_two_path_segments`), with the
-    combining cost γ added to β for scans. The segmented ring keeps messages near 64 KiB.
-    """
-    if algorithm not in SEGMENTED:
-        return None
-    if algorithm == "segmented-ring":
-        return max(1, math.ceil(nbytes / size / 65536))
-    combine = model.gamma if operation in ("scan", "exscan") else 0.0
-    if isinstance(model, Hockney) and model.two_regimes:
-        effective = Hockney(
-            model.alpha, model.beta + combine, threshold=model.threshold,
-            alpha_large=model.alpha_large, beta_large=model.beta_large + combine,
-        )  # fmt: skip
-    else:
-        effective = Hockney(model.alpha, model.beta + combine)
-    if algorithm == "two-path":
-        return optimal_two_path_segments(size, nbytes, effective)
-    return optimal_pipeline_segments(size, nbytes, effective)
-
-
-def choose(
-    operation: str,
-    size: int,
-    count: int,
-    itemsize: int,
-    profile: Hockney | LogGP | str | None = None,
-) -> Choice:
-    """The algorithm and segment count with the lowest predicted time (local, no MPI).
-
-    ``count`` is the number of elements per rank (per block for gather, scatter and
-    alltoall).
-    """
-    model = profile if isinstance(profile, Hockney | LogGP) else load_profile(profile)
-    calibration = {} if isinstance(profile, Hockney | LogGP) else load_calibration(profile)
-    elements = schedule_count(operation, size, count)
-    predictions, segments_of = {}, {}
-    for algorithm in ALGORITHMS[operation]:
-        segments = segment_count(operation, algorithm, size, elements * itemsize, model)
-        if segments is not None:
-            segments = max(1, min(segments, max(count, 1)))
-        predicted = None
-        if size > SIMULATE_UP_TO:
-            try:
-                predicted, _ = predict(
-                    operation, algorithm, size, elements * itemsize, model, segments
-                )
-            except ValueError:  # no closed form: too slow to simulate at this size
-                continue
-        schedule = build(operation, algorithm, size, elements, 0, segments)
-        if predicted is None:
-            predicted = simulate(schedule, model, itemsize).time
-        predictions[algorithm] = predicted * calibration_factor(
-            calibration, operation, size, algorithm, count * itemsize
-        )
-        segments_of[algorithm] = schedule.segments
-    # The library's call runs the same kind of algorithm without the Python executor's
-    # per-step overhead.
-    equivalent = native_equivalent(operation, count * itemsize, size, count)
-    if size <= SIMULATE_UP_TO:
-        predictions["native"] = simulate(
-            build(operation, equivalent, size, elements), model, itemsize, software_overhead=False
-        ).time * calibration_factor(calibration, operation, size, "native", count * itemsize)
-        segments_of["native"] = 1
-    best = min(predictions, key=predictions.get)
-    return Choice(best, segments_of[best], model.name, predictions)
+__all__ = [
+    "SIMULATE_UP_TO",
+    "Choice",
+    "allreduce",
+    "alltoall",
+    "bcast",
+    "choose",
+    "exscan",
+    "gather",
+    "native_equivalent",
+    "reduce",
+    "scan",
+    "scatter",
+    "schedule_count",
+    "segment_count",
+]
 
 
 @functools.lru_cache(maxsize=256)
@@ -169,11 +56,6 @@ def _plan(operation, algorithm, size, count, root, segments, rank):
     """Schedule, this rank's plan and its scratch arrays, built once per shape of call."""
     schedule = build(operation, algorithm, size, count, root, segments)
     return schedule, executor.plan(schedule, rank), {}
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_choice(operation, size, count, itemsize, profile_key):
-    return choose(operation, size, count, itemsize, profile_key)
 
 
 def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
@@ -188,11 +70,7 @@ def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
         )
     if algo != "auto":
         return algo, segments, Choice(algo, segments or 1, "none (chosen by the caller)")
-    if isinstance(profile, Hockney | LogGP):
-        choice = choose(operation, size, count, itemsize, profile)
-    else:  # a profile name or path: the same inputs give the same choice, keep it
-        profile_key = profile if profile is not None else load_profile().name
-        choice = _cached_choice(operation, size, count, itemsize, profile_key)
+    choice = choose(operation, size, count, itemsize, profile)
     return choice.algorithm, choice.segments, choice
 
 
