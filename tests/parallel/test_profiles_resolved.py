@@ -7,6 +7,7 @@ from pytest_mpi import parallel_assert
 
 from tachyflow import collectives
 from tachyflow.bench.results import write_json
+from tachyflow.collectives import plans
 from tachyflow.collectives.selection import choice_cache_info
 from tachyflow.models import Hockney, LogGP
 from tachyflow.models.profiles import PROFILE_VARIABLE, profile_document, resolve_profile
@@ -101,3 +102,24 @@ def test_another_variable_value_is_another_profile(monkeypatch, tmp_path_factory
         and np.array_equal(result, np.full(64, comm.size)),
         f"{on_slow} / {on_fast}",
     )
+
+
+@pytest.mark.parallel([1, 2])
+def test_plans_stay_within_the_byte_budget(monkeypatch):
+    comm = MPI.COMM_WORLD
+    monkeypatch.setattr(plans.PLANS, "budget", 64 * 1024)
+    plans.PLANS.clear()
+    hits, misses = plans.PLANS.hits, plans.PLANS.misses
+    failures = []
+    for count in (8, 256, 4096, 8, 256):  # 4096 doubles per block: a workspace over budget
+        send = np.arange(comm.size * count, dtype=np.float64) + 1000 * comm.rank
+        expected = collectives.alltoall(comm, send, "native")
+        result = collectives.alltoall(comm, send, "pairwise")
+        if not np.array_equal(result, expected):
+            failures.append(("wrong result", count))
+        if plans.PLANS.nbytes > plans.PLANS.budget:
+            failures.append(("over budget", count, plans.PLANS.nbytes))
+    # The large plan was used once and dropped alone; the small ones were used again.
+    if (plans.PLANS.hits - hits, plans.PLANS.misses - misses, len(plans.PLANS)) != (2, 3, 2):
+        failures.append(("hits, misses, kept", plans.PLANS.hits - hits, len(plans.PLANS)))
+    parallel_assert(not failures, str(failures))

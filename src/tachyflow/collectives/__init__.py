@@ -11,18 +11,17 @@ name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the built-in
 ``native`` is modelled as the library's default algorithm; every prediction is scaled by
 the profile's calibration when it has one. ``explain=True`` returns ``(result, Choice)``
 telling what ran and why. All ranks must pass the same count, dtype, op, root and algo,
-and with ``"auto"`` profiles of the same content. Every function is collective over
-``comm``.
+and with ``"auto"`` profiles of the same content. The executor's plans and scratch
+buffers are kept between calls within a byte budget (:mod:`tachyflow.collectives.plans`).
+Every function is collective over ``comm``.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from tachyflow.collectives import executor
-from tachyflow.collectives.algorithms import ALGORITHMS, build
+from tachyflow.collectives import executor, plans
+from tachyflow.collectives.algorithms import ALGORITHMS
 from tachyflow.collectives.schedule import result_defined
 from tachyflow.collectives.selection import (
     SIMULATE_UP_TO,
@@ -51,13 +50,6 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=256)
-def _plan(operation, algorithm, size, count, root, segments, rank):
-    """Schedule, this rank's plan and its scratch arrays, built once per shape of call."""
-    schedule = build(operation, algorithm, size, count, root, segments)
-    return schedule, executor.plan(schedule, rank), {}
-
-
 def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
     """Check the call and settle ``algo`` = "auto" into an algorithm and segment count."""
     size = comm.Get_size()
@@ -79,22 +71,15 @@ def _check_buffer(buffer, label: str = "buffer") -> None:
         raise TypeError(f"{label} must be a 1D C-contiguous numpy array")
 
 
-def _execute(operation, comm, buffer, op, root, algo, segments):
-    """Run a resolved algorithm in place on the executor's buffer."""
-    schedule, steps, scratch = _plan(
-        operation, algo, comm.Get_size(), buffer.size, root, segments, comm.Get_rank()
-    )
-    return executor.run(comm, schedule, buffer, op, steps, scratch)
+def _plan(operation, comm, elements, root, algo, segments) -> plans.Plan:
+    return plans.plan(operation, algo, comm.Get_size(), elements, root, segments, comm.Get_rank())
 
 
-def _workspace(operation, comm, elements, root, algo, segments, dtype) -> np.ndarray:
-    """The executor's buffer of a gather, scatter or alltoall, kept with the plan so that
-    repeated calls do not pay for fresh pages."""
-    scratch = _plan(operation, algo, comm.Get_size(), elements, root, segments, comm.Get_rank())[2]
-    key = ("workspace", np.dtype(dtype).str)
-    if key not in scratch:
-        scratch[key] = np.empty(elements, dtype)
-    return scratch[key]
+def _execute(comm, plan: plans.Plan, buffer, op=None):
+    """Run a resolved algorithm's plan in place on the executor's buffer."""
+    result = executor.run(comm, plan.schedule, buffer, op, plan.steps, plan.scratch)
+    plans.PLANS.settle(plan.key)  # its scratch may have grown
+    return result
 
 
 def _output(out, size: int, dtype, label: str = "out") -> np.ndarray:
@@ -126,7 +111,8 @@ def _in_place(operation, comm, buffer, op, root, algo, segments, profile, explai
         if operation != "bcast":
             out[...] = buffer
         work = buffer if operation == "bcast" else out
-        result = _execute(operation, comm, work, op, root, algo, segments)
+        plan = _plan(operation, comm, work.size, root, algo, segments)
+        result = _execute(comm, plan, work, op)
         if not result_defined(operation, comm.Get_rank(), root):
             result = None
     return (result, choice) if explain else result
@@ -214,10 +200,11 @@ def gather(
     if algo == "native":
         executor.native(comm, "gather", piece, root=root, out=result)
     else:
-        work = _workspace("gather", comm, size * count, root, algo, segments, piece.dtype)
+        plan = _plan("gather", comm, size * count, root, algo, segments)
+        work = plan.workspace(piece.dtype)
         relative = (rank - root) % size
         work[relative * count : (relative + 1) * count] = piece
-        _execute("gather", comm, work, None, root, algo, segments)
+        _execute(comm, plan, work)
         if rank == root:  # pieces lie by rank relative to the root: rotate to rank order
             split_at = (size - root) * count
             result[root * count :] = work[:split_at]
@@ -249,12 +236,13 @@ def scatter(
     if algo == "native":
         executor.native(comm, "scatter", pieces if rank == root else None, root=root, out=out)
     else:
-        work = _workspace("scatter", comm, size * count, root, algo, segments, out.dtype)
+        plan = _plan("scatter", comm, size * count, root, algo, segments)
+        work = plan.workspace(out.dtype)
         if rank == root:  # lay the pieces out by rank relative to the root
             split_at = (size - root) * count
             work[:split_at] = pieces[root * count :]
             work[split_at:] = pieces[: root * count]
-        _execute("scatter", comm, work, None, root, algo, segments)
+        _execute(comm, plan, work)
         relative = (rank - root) % size
         out[...] = work[relative * count : (relative + 1) * count]
     return (out, choice) if explain else out
@@ -278,9 +266,10 @@ def alltoall(
     if algo == "native":
         executor.native(comm, "alltoall", send, out=result)
     else:
-        work = _workspace("alltoall", comm, 2 * send.size, 0, algo, segments, send.dtype)
+        plan = _plan("alltoall", comm, 2 * send.size, 0, algo, segments)
+        work = plan.workspace(send.dtype)
         work[: send.size] = send
-        _execute("alltoall", comm, work, None, 0, algo, segments)
+        _execute(comm, plan, work)
         own = slice(rank * count, (rank + 1) * count)
         work[send.size :][own] = send[own]  # a rank's block for itself is not sent
         result[...] = work[send.size :]
