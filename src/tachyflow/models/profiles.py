@@ -1,13 +1,17 @@
 """Machine profiles: the cost model of a machine, built in (Hockney) or fitted by the user.
 
-Built-in profiles are the seed papers' machines, so users can ask what-if questions:
+Built-in profiles are the machines of the papers tachyflow draws on, so users can ask
+what-if questions:
 
-- seed 003 (ping-pong fits, µs with m in bytes): IBM SP2 ``46 + 0.035 m``, Cray T3E
-  ``18 + 0.006 m``, PC cluster ``176 + 0.105 m``;
-- seed 001 (NetPIPE peak bandwidths: Fast Ethernet 90 Mb/s, Gigabit Ethernet 410 Mb/s,
-  Myrinet 2000 640 Mb/s). The paper's latency figure is not machine-readable; the start-up
-  times used (70, 45 and 9 µs, TCP for the Ethernets, GM for Myrinet) are typical values
-  of that hardware and are marked as such in each profile's ``source``;
+- Kim's 1998 Korea University report, "Design of communication functions for
+  high-performance multicomputers" (ping-pong fits, µs with m in bytes): IBM SP2
+  ``46 + 0.035 m``, Cray T3E ``18 + 0.006 m``, PC cluster ``176 + 0.105 m``;
+- Lee, Hong, Lee and Lee, "Performance Analysis of Cluster Network Interfaces for
+  Parallel Computing of Computational Fluid Dynamics" (NetPIPE peak bandwidths: Fast
+  Ethernet 90 Mb/s, Gigabit Ethernet 410 Mb/s, Myrinet 2000 640 Mb/s). The paper's latency
+  figure is not machine-readable; the start-up times used (70, 45 and 9 µs, TCP for the
+  Ethernets, GM for Myrinet) are typical values of that hardware and are marked as such in
+  each profile's ``source``;
 - ``shared-memory``: the default for ``algo="auto"`` when no fitted profile exists, of the
   order of an MPI library's intra-node transport (1 µs, 5 GB/s).
 
@@ -62,12 +66,12 @@ MODELS = ("hockney", "loggp")
 LOCAL_COSTS = {"gamma": 0.0, "delta": 0.0, "sigma": 0.0, "exchange": 1.0}
 
 _BUILTIN = {
-    "sp2": (46.0, 0.035, "seed 003: IBM SP2 ping-pong fit, 46 + 0.035 m us"),
-    "t3e": (18.0, 0.006, "seed 003: Cray T3E ping-pong fit, 18 + 0.006 m us"),
-    "pc-cluster": (176.0, 0.105, "seed 003: PC cluster ping-pong fit, 176 + 0.105 m us"),
-    "fast-ethernet": (70.0, 8.0 / 90.0, "seed 001: 90 Mb/s NetPIPE peak; 70 us typical"),
-    "gigabit-ethernet": (45.0, 8.0 / 410.0, "seed 001: 410 Mb/s NetPIPE peak; 45 us typical"),
-    "myrinet-2000": (9.0, 8.0 / 640.0, "seed 001: 640 Mb/s NetPIPE peak; 9 us typical"),
+    "sp2": (46.0, 0.035, "Kim 1998: IBM SP2 ping-pong fit, 46 + 0.035 m us"),
+    "t3e": (18.0, 0.006, "Kim 1998: Cray T3E ping-pong fit, 18 + 0.006 m us"),
+    "pc-cluster": (176.0, 0.105, "Kim 1998: PC cluster ping-pong fit, 176 + 0.105 m us"),
+    "fast-ethernet": (70.0, 8.0 / 90.0, "Lee et al.: 90 Mb/s NetPIPE peak; 70 us typical"),
+    "gigabit-ethernet": (45.0, 8.0 / 410.0, "Lee et al.: 410 Mb/s NetPIPE peak; 45 us typical"),
+    "myrinet-2000": (9.0, 8.0 / 640.0, "Lee et al.: 640 Mb/s NetPIPE peak; 9 us typical"),
     "shared-memory": (1.0, 0.0002, "default: order of an intra-node MPI transport"),
 }
 
