@@ -235,3 +235,32 @@ def test_auto_picks_native_when_the_executor_overhead_dominates():
     choice = choose("allreduce", 3, 4, 8, costly)
     assert choice.algorithm == "native"
     assert choice.predictions["native"] < choice.predictions["recursive-doubling"]
+
+
+def test_resolved_profiles_are_keyed_by_content_not_by_name(tmp_path):
+    from tachyflow.models.profiles import MachineProfile, resolve_profile
+
+    calibration = {"allreduce": {"2": {"native": [[1024, 2.0]]}}}
+    mine = MachineProfile(Hockney(2e-6, 1e-10, "mine"), calibration)
+    theirs = MachineProfile(Hockney(2e-6, 1e-10, "theirs"), calibration)
+    assert mine.key == theirs.key and mine == theirs and hash(mine) == hash(theirs)
+    assert mine.name == "mine"
+    calibration["allreduce"]["2"]["native"][0][1] = 3.0  # the profile keeps its own copy
+    assert mine.calibration["allreduce"]["2"]["native"] == [[1024, 2.0]]
+    assert MachineProfile(Hockney(2e-6, 1e-10), calibration).key != mine.key
+    assert MachineProfile(Hockney(2e-6, 2e-10)).key != MachineProfile(Hockney(2e-6, 1e-10)).key
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"model": Hockney(2e-6, 1e-10, "mine").to_dict()}))
+    from_file = resolve_profile(path)  # os.PathLike as well as str
+    assert from_file == resolve_profile(Hockney(2e-6, 1e-10)) and from_file.calibration == {}
+    assert resolve_profile(from_file) is from_file
+    assert resolve_profile("sp2").model == load_profile("sp2")
+    with pytest.raises(TypeError, match=r"profile must be a MachineProfile, .* got int"):
+        resolve_profile(3)
+    with pytest.raises(TypeError, match="model must be a Hockney or LogGP, got str"):
+        MachineProfile("sp2")
+    with pytest.raises(ConfigError, match="model='loggp' picks the model of a profile file"):
+        resolve_profile(Hockney(2e-6, 1e-10), model="loggp")
+    path.write_text(json.dumps({"model": {"alpha": 1e-6, "beta": 1e-9}, "calibration": [1]}))
+    with pytest.raises(ConfigError, match=r"calibration must be an object .* got list"):
+        resolve_profile(str(path))

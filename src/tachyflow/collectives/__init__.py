@@ -4,176 +4,50 @@
 ``alltoall`` take ``algo``: a name from
 :data:`~tachyflow.collectives.algorithms.ALGORITHMS`, ``"native"`` (the MPI library's
 call), or ``"auto"``: the algorithm (and segment count), ``native`` included, with the
-lowest simulated time under the machine profile (``profile=``: a model object, a
-built-in profile name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the
-built-in ``shared-memory`` one). ``native`` is modelled as the library's default
-algorithm; every prediction is scaled by the profile's calibration when it has one.
-``explain=True`` returns ``(result, Choice)`` telling what ran and why. All ranks must
-pass the same count, dtype, op, root and algo. Every function is collective over
-``comm``.
+lowest simulated time under the machine profile (``profile=``: a
+:class:`~tachyflow.models.profiles.MachineProfile`, a model object, a built-in profile
+name or a profile JSON file; else ``$TACHYFLOW_PROFILE``, else the built-in
+``shared-memory`` one), chosen and cached by :mod:`tachyflow.collectives.selection`.
+``native`` is modelled as the library's default algorithm; every prediction is scaled by
+the profile's calibration when it has one. ``explain=True`` returns ``(result, Choice)``
+telling what ran and why. All ranks must pass the same count, dtype, op, root and algo,
+and with ``"auto"`` profiles of the same content. The executor's plans and scratch
+buffers are kept between calls within a byte budget (:mod:`tachyflow.collectives.plans`).
+Every function is collective over ``comm``.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from tachyflow.collectives import executor
-from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
-from tachyflow.collectives.formulas import (
-    optimal_pipeline_segments,
-    optimal_two_path_segments,
-    predict,
+from tachyflow.collectives import executor, plans
+from tachyflow.collectives.algorithms import ALGORITHMS
+from tachyflow.collectives.schedule import result_defined
+from tachyflow.collectives.selection import (
+    SIMULATE_UP_TO,
+    Choice,
+    choose,
+    native_equivalent,
+    schedule_count,
+    segment_count,
 )
-from tachyflow.collectives.schedule import largest_power_of_two, result_defined
-from tachyflow.collectives.simulator import simulate
-from tachyflow.models import Hockney, LogGP, load_profile
-from tachyflow.models.profiles import calibration_factor, load_calibration
 
-# Beyond this many ranks "auto" predicts with closed forms instead of the simulator.
-SIMULATE_UP_TO = 4096
-
-
-def native_equivalent(operation: str, block_bytes: int, size: int, count: int) -> str:
-    """The schedule that models the MPI library's own call: MPICH's default selection for
-    ``count`` elements (``block_bytes`` per rank's block for gather, scatter and alltoall).
-
-    Broadcast: binomial below 12 KiB or 8 ranks, else scatter + allgather. Reduce:
-    binomial up to 2 KiB or fewer elements than the largest power of two P' of the ranks,
-    else Rabenseifner; allreduce likewise from 8 B. Scans: recursive doubling. Gather and
-    scatter: binomial. Alltoall: Bruck up to 256 B blocks on 8 ranks or more, every send
-    at once up to 32 KiB, else pairwise.
-    (MPICH 5's built-in selection table, where it has an algorithm of ours.)
-    """
-    few = count < largest_power_of_two(size)
-    return {
-        "bcast": "binomial" if block_bytes <= 12288 or size < 8 else "scatter-ring",
-        "reduce": "binomial" if block_bytes <= 2048 or few else "rabenseifner",
-        "allreduce": "recursive-doubling" if block_bytes <= 8 or few else "rabenseifner",
-        "scan": "recursive-doubling",
-        "exscan": "recursive-doubling",
-        "gather": "binomial",
-        "scatter": "binomial",
-        "alltoall": (
-            "bruck"
-            if block_bytes <= 256 and size >= 8
-            else "linear-nonblocking"
-            if block_bytes <= 32768
-            else "pairwise"
-        ),
-    }[operation]
-
-
-def schedule_count(operation: str, size: int, count: int) -> int:
-    """Elements of the executor's buffer for ``count`` elements per rank (per block for
-    gather, scatter and alltoall, whose buffers hold P or 2P blocks)."""
-    return count * {"gather": size, "scatter": size, "alltoall": 2 * size}.get(operation, 1)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What ``algo`` ran and why: every candidate's predicted time under ``profile``."""
-
-    algorithm: str
-    segments: int
-    profile: str
-    predictions: dict[str, float] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        ranked = sorted(self.predictions.items(), key=lambda item: item[1])
-        table = ", ".join(f"{name} {seconds * 1e6:.1f} us" for name, seconds in ranked)
-        return (
-            f"{self.algorithm} (segments {self.segments}) predicted fastest under the "
-            f"{self.profile} profile: {table}"
-        )
-
-
-def segment_count(
-    operation: str, algorithm: str, size: int, nbytes: int, model: Hockney | LogGP
-) -> int | None:
-    """The model's segment count for a segmented algorithm (None for the others).
-
-    Pipelines use seed 003's optimum ``k* = √(hops·nβ/α)`` for their chain (two paths:
-    :func:`~tachyflow.collectives.formulas.optimal_two_path_segments`), with the
-    combining cost γ added to β for scans. The segmented ring keeps messages near 64 KiB.
-    """
-    if algorithm not in SEGMENTED:
-        return None
-    if algorithm == "segmented-ring":
-        return max(1, math.ceil(nbytes / size / 65536))
-    combine = model.gamma if operation in ("scan", "exscan") else 0.0
-    if isinstance(model, Hockney) and model.two_regimes:
-        effective = Hockney(
-            model.alpha, model.beta + combine, threshold=model.threshold,
-            alpha_large=model.alpha_large, beta_large=model.beta_large + combine,
-        )  # fmt: skip
-    else:
-        effective = Hockney(model.alpha, model.beta + combine)
-    if algorithm == "two-path":
-        return optimal_two_path_segments(size, nbytes, effective)
-    return optimal_pipeline_segments(size, nbytes, effective)
-
-
-def choose(
-    operation: str,
-    size: int,
-    count: int,
-    itemsize: int,
-    profile: Hockney | LogGP | str | None = None,
-) -> Choice:
-    """The algorithm and segment count with the lowest predicted time (local, no MPI).
-
-    ``count`` is the number of elements per rank (per block for gather, scatter and
-    alltoall).
-    """
-    model = profile if isinstance(profile, Hockney | LogGP) else load_profile(profile)
-    calibration = {} if isinstance(profile, Hockney | LogGP) else load_calibration(profile)
-    elements = schedule_count(operation, size, count)
-    predictions, segments_of = {}, {}
-    for algorithm in ALGORITHMS[operation]:
-        segments = segment_count(operation, algorithm, size, elements * itemsize, model)
-        if segments is not None:
-            segments = max(1, min(segments, max(count, 1)))
-        predicted = None
-        if size > SIMULATE_UP_TO:
-            try:
-                predicted, _ = predict(
-                    operation, algorithm, size, elements * itemsize, model, segments
-                )
-            except ValueError:  # no closed form: too slow to simulate at this size
-                continue
-        schedule = build(operation, algorithm, size, elements, 0, segments)
-        if predicted is None:
-            predicted = simulate(schedule, model, itemsize).time
-        predictions[algorithm] = predicted * calibration_factor(
-            calibration, operation, size, algorithm, count * itemsize
-        )
-        segments_of[algorithm] = schedule.segments
-    # The library's call runs the same kind of algorithm without the Python executor's
-    # per-step overhead.
-    equivalent = native_equivalent(operation, count * itemsize, size, count)
-    if size <= SIMULATE_UP_TO:
-        predictions["native"] = simulate(
-            build(operation, equivalent, size, elements), model, itemsize, software_overhead=False
-        ).time * calibration_factor(calibration, operation, size, "native", count * itemsize)
-        segments_of["native"] = 1
-    best = min(predictions, key=predictions.get)
-    return Choice(best, segments_of[best], model.name, predictions)
-
-
-@functools.lru_cache(maxsize=256)
-def _plan(operation, algorithm, size, count, root, segments, rank):
-    """Schedule, this rank's plan and its scratch arrays, built once per shape of call."""
-    schedule = build(operation, algorithm, size, count, root, segments)
-    return schedule, executor.plan(schedule, rank), {}
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_choice(operation, size, count, itemsize, profile_key):
-    return choose(operation, size, count, itemsize, profile_key)
+__all__ = [
+    "SIMULATE_UP_TO",
+    "Choice",
+    "allreduce",
+    "alltoall",
+    "bcast",
+    "choose",
+    "exscan",
+    "gather",
+    "native_equivalent",
+    "reduce",
+    "scan",
+    "scatter",
+    "schedule_count",
+    "segment_count",
+]
 
 
 def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
@@ -188,11 +62,7 @@ def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
         )
     if algo != "auto":
         return algo, segments, Choice(algo, segments or 1, "none (chosen by the caller)")
-    if isinstance(profile, Hockney | LogGP):
-        choice = choose(operation, size, count, itemsize, profile)
-    else:  # a profile name or path: the same inputs give the same choice, keep it
-        profile_key = profile if profile is not None else load_profile().name
-        choice = _cached_choice(operation, size, count, itemsize, profile_key)
+    choice = choose(operation, size, count, itemsize, profile)
     return choice.algorithm, choice.segments, choice
 
 
@@ -201,22 +71,15 @@ def _check_buffer(buffer, label: str = "buffer") -> None:
         raise TypeError(f"{label} must be a 1D C-contiguous numpy array")
 
 
-def _execute(operation, comm, buffer, op, root, algo, segments):
-    """Run a resolved algorithm in place on the executor's buffer."""
-    schedule, steps, scratch = _plan(
-        operation, algo, comm.Get_size(), buffer.size, root, segments, comm.Get_rank()
-    )
-    return executor.run(comm, schedule, buffer, op, steps, scratch)
+def _plan(operation, comm, elements, root, algo, segments) -> plans.Plan:
+    return plans.plan(operation, algo, comm.Get_size(), elements, root, segments, comm.Get_rank())
 
 
-def _workspace(operation, comm, elements, root, algo, segments, dtype) -> np.ndarray:
-    """The executor's buffer of a gather, scatter or alltoall, kept with the plan so that
-    repeated calls do not pay for fresh pages."""
-    scratch = _plan(operation, algo, comm.Get_size(), elements, root, segments, comm.Get_rank())[2]
-    key = ("workspace", np.dtype(dtype).str)
-    if key not in scratch:
-        scratch[key] = np.empty(elements, dtype)
-    return scratch[key]
+def _execute(comm, plan: plans.Plan, buffer, op=None):
+    """Run a resolved algorithm's plan in place on the executor's buffer."""
+    result = executor.run(comm, plan.schedule, buffer, op, plan.steps, plan.scratch)
+    plans.PLANS.settle(plan.key)  # its scratch may have grown
+    return result
 
 
 def _output(out, size: int, dtype, label: str = "out") -> np.ndarray:
@@ -248,7 +111,8 @@ def _in_place(operation, comm, buffer, op, root, algo, segments, profile, explai
         if operation != "bcast":
             out[...] = buffer
         work = buffer if operation == "bcast" else out
-        result = _execute(operation, comm, work, op, root, algo, segments)
+        plan = _plan(operation, comm, work.size, root, algo, segments)
+        result = _execute(comm, plan, work, op)
         if not result_defined(operation, comm.Get_rank(), root):
             result = None
     return (result, choice) if explain else result
@@ -336,10 +200,11 @@ def gather(
     if algo == "native":
         executor.native(comm, "gather", piece, root=root, out=result)
     else:
-        work = _workspace("gather", comm, size * count, root, algo, segments, piece.dtype)
+        plan = _plan("gather", comm, size * count, root, algo, segments)
+        work = plan.workspace(piece.dtype)
         relative = (rank - root) % size
         work[relative * count : (relative + 1) * count] = piece
-        _execute("gather", comm, work, None, root, algo, segments)
+        _execute(comm, plan, work)
         if rank == root:  # pieces lie by rank relative to the root: rotate to rank order
             split_at = (size - root) * count
             result[root * count :] = work[:split_at]
@@ -371,12 +236,13 @@ def scatter(
     if algo == "native":
         executor.native(comm, "scatter", pieces if rank == root else None, root=root, out=out)
     else:
-        work = _workspace("scatter", comm, size * count, root, algo, segments, out.dtype)
+        plan = _plan("scatter", comm, size * count, root, algo, segments)
+        work = plan.workspace(out.dtype)
         if rank == root:  # lay the pieces out by rank relative to the root
             split_at = (size - root) * count
             work[:split_at] = pieces[root * count :]
             work[split_at:] = pieces[: root * count]
-        _execute("scatter", comm, work, None, root, algo, segments)
+        _execute(comm, plan, work)
         relative = (rank - root) % size
         out[...] = work[relative * count : (relative + 1) * count]
     return (out, choice) if explain else out
@@ -400,9 +266,10 @@ def alltoall(
     if algo == "native":
         executor.native(comm, "alltoall", send, out=result)
     else:
-        work = _workspace("alltoall", comm, 2 * send.size, 0, algo, segments, send.dtype)
+        plan = _plan("alltoall", comm, 2 * send.size, 0, algo, segments)
+        work = plan.workspace(send.dtype)
         work[: send.size] = send
-        _execute("alltoall", comm, work, None, 0, algo, segments)
+        _execute(comm, plan, work)
         own = slice(rank * count, (rank + 1) * count)
         work[send.size :][own] = send[own]  # a rank's block for itself is not sent
         result[...] = work[send.size :]
