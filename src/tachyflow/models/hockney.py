@@ -1,4 +1,5 @@
-"""The Hockney (linear) model of a message: ``T(m) = α + m β`` (seed 003, chapter 2).
+"""The Hockney (linear) model of a message: ``T(m) = α + m β`` (Kim's 1998 Korea University
+report, chapter 2).
 
 α is the start-up time (latency) in seconds, β the time per byte (inverse bandwidth).
 MPI libraries switch protocol with size (eager copies below some kilobytes, rendezvous
@@ -28,7 +29,7 @@ class Hockney:
     name : str
         What machine or fit this describes.
     gamma : float
-        Seconds per byte to combine a received message into the buffer (seed 003's
+        Seconds per byte to combine a received message into the buffer (Kim's 1998 report's
         ``t_op``); 0 ignores the cost of reductions.
     delta : float
         Seconds per byte to copy a received message from scratch into the buffer.
