@@ -5,7 +5,7 @@ from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
 from tachyflow.errors import ConvergenceError, DecompositionError
-from tachyflow.io.mesh import box_hex_mesh, perturbed_tet_mesh
+from tachyflow.io.mesh_generators import box_hex_mesh, perturbed_tet_mesh
 from tachyflow.numerics import finite_volume, krylov
 from tachyflow.parallel.unstructured import UnstructuredDecomposition
 from tachyflow.solvers.unstructured import UnstructuredPressureSolver
@@ -181,7 +181,7 @@ def test_the_pressure_case_runs_through_the_solver_interface(tmp_path_factory):
     import meshio
 
     from tachyflow import config
-    from tachyflow.io.mesh import box_mesh
+    from tachyflow.io.mesh_generators import box_mesh
     from tachyflow.simulation import Simulation
 
     comm = MPI.COMM_WORLD

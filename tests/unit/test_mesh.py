@@ -3,14 +3,8 @@ import numpy as np
 import pytest
 
 from tachyflow.errors import ConfigError
-from tachyflow.io.mesh import (
-    box_hex_mesh,
-    box_mesh,
-    box_shape,
-    build_mesh,
-    perturbed_tet_mesh,
-    read_mesh,
-)
+from tachyflow.io.mesh import build_mesh, read_mesh
+from tachyflow.io.mesh_generators import box_hex_mesh, box_mesh, box_shape, perturbed_tet_mesh
 
 LENGTHS = (1.0, 2.0, 0.5)
 BOX_AREA = 2 * (1.0 * 2.0 + 2.0 * 0.5 + 0.5 * 1.0)

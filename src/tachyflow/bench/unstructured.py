@@ -24,7 +24,7 @@ from tachyflow import runtime
 from tachyflow.bench.results import new_results
 from tachyflow.errors import ConvergenceError
 from tachyflow.io.figures import pyplot, save_figure
-from tachyflow.io.mesh import box_hex_mesh, box_mesh
+from tachyflow.io.mesh_generators import box_hex_mesh, box_mesh
 from tachyflow.numerics import finite_volume
 from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 

@@ -19,7 +19,8 @@ pass over the cells and one sort of their faces:
 
 Internal faces are ordered by their owner cell ``face_cells[:, 0]``, always the lower
 cell index, and their normals point from owner to neighbour. Boundary faces are ordered by
-their cell. Box generators give test and benchmark meshes of exact cell counts.
+their cell. Generated boxes of exact cell counts are in :mod:`tachyflow.io.mesh_generators`;
+the compiled geometry pass in :mod:`tachyflow.numerics.mesh_geometry`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import meshio
-import numba
 import numpy as np
 
 from tachyflow.errors import ConfigError
+from tachyflow.numerics.mesh_geometry import cell_geometry
 
 # Local faces of each cell type as cycles of local vertex ids (VTK ordering), outward by
 # the right-hand rule for a positively ordered cell. Only the cycle matters here: a quad's
@@ -56,22 +57,6 @@ CELL_VERTICES = {"tetra": 4, "hexahedron": 8, "wedge": 6, "pyramid": 5}
 
 # Relative to a cell's extent cubed: below this a cell's volume is taken as zero.
 _DEGENERATE_VOLUME = 1e-12
-
-# Kuhn (Freudenthal) split of a cube into 6 tetrahedra along its main diagonal, corners
-# numbered by bits (x = 1, y = 2, z = 4). Every cube uses the same split, so the diagonals
-# drawn on shared cube faces agree and the tets conform across cells. Each tet walks from
-# corner 0 to corner 7 along the axes in one order; vertex order is chosen per tet so that
-# all six have positive VTK orientation.
-_KUHN_TETS = np.array(
-    [
-        [0, 1, 3, 7],
-        [0, 3, 2, 7],
-        [0, 2, 6, 7],
-        [0, 6, 4, 7],
-        [0, 4, 5, 7],
-        [0, 5, 1, 7],
-    ]
-)
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,146 +183,6 @@ class UnstructuredMesh:
         )
 
 
-@numba.njit(cache=True)
-def _half_cross(a, b, c, out):
-    """Vector area of triangle ``a, b, c``: half the cross product of two of its edges."""
-    ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    vx, vy, vz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-    out[0] = 0.5 * (uy * vz - uz * vy)
-    out[1] = 0.5 * (uz * vx - ux * vz)
-    out[2] = 0.5 * (ux * vy - uy * vx)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _cell_geometry(points, connectivity, faces, face_sizes):
-    """Face vector areas and centroids, volumes, centroids and face keys of one block.
-
-    ``faces`` holds the local vertex cycles of the cell type, padded to 4 columns, and
-    ``face_sizes`` their lengths. Returns per cell and local face the outward vector area
-    and the centroid ``(n, n_faces, 3)``, per cell the volume, centroid and extent (largest
-    side of its bounding box), and per face occurrence, cell-major, two int64 keys that
-    pack the sorted point ids (+1, a triangle padded with 0) two by two.
-    """
-    n_cells, n_vertices = connectivity.shape
-    n_faces = faces.shape[0]
-    base = points.shape[0] + 1
-    areas = np.empty((n_cells, n_faces, 3))
-    centres = np.empty((n_cells, n_faces, 3))
-    volumes = np.empty(n_cells)
-    centroids = np.empty((n_cells, 3))
-    extents = np.empty(n_cells)
-    high = np.empty(n_cells * n_faces, dtype=np.int64)
-    low = np.empty(n_cells * n_faces, dtype=np.int64)
-    # Scalars and fixed scratch arrays only: temporaries per face would dominate the cost.
-    corner = np.empty((4, 3))
-    ids = np.empty(4, dtype=np.int64)
-    triangle_areas = np.empty((4, 3))
-    area = np.empty(3)
-    centre = np.empty(3)
-    for c in range(n_cells):
-        # Work relative to the vertex average, for accuracy far from the origin.
-        ax = ay = az = 0.0
-        extent = 0.0
-        for k in range(3):
-            lower = upper = points[connectivity[c, 0], k]
-            total = 0.0
-            for v in range(n_vertices):
-                x = points[connectivity[c, v], k]
-                total += x
-                lower = min(lower, x)
-                upper = max(upper, x)
-            extent = max(extent, upper - lower)
-            if k == 0:
-                ax = total / n_vertices
-            elif k == 1:
-                ay = total / n_vertices
-            else:
-                az = total / n_vertices
-        extents[c] = extent
-        signed_volume = 0.0
-        mx = my = mz = 0.0
-        for f in range(n_faces):
-            size = face_sizes[f]
-            for v in range(size):
-                point = connectivity[c, faces[f, v]]
-                ids[v] = point
-                corner[v, 0] = points[point, 0] - ax
-                corner[v, 1] = points[point, 1] - ay
-                corner[v, 2] = points[point, 2] - az
-            if size == 3:
-                _half_cross(corner[0], corner[1], corner[2], area)
-                for k in range(3):
-                    centre[k] = (corner[0, k] + corner[1, k] + corner[2, k]) / 3.0
-            else:
-                # A quad, planar or warped, as four triangles around its vertex average:
-                # their vector areas sum to the quad's whatever the diagonal, and their
-                # centroids weighted by their area along the face normal give the face
-                # centroid (exact when planar). A collapsed quad keeps its vertex average,
-                # so that build_mesh can report the zero area itself.
-                for k in range(3):
-                    centre[k] = 0.25 * (corner[0, k] + corner[1, k] + corner[2, k] + corner[3, k])
-                    area[k] = 0.0
-                for t in range(4):
-                    _half_cross(corner[t], corner[(t + 1) % 4], centre, triangle_areas[t])
-                    for k in range(3):
-                        area[k] += triangle_areas[t, k]
-                norm = np.sqrt(area[0] ** 2 + area[1] ** 2 + area[2] ** 2)
-                if norm > 0.0:
-                    wx = wy = wz = total = 0.0
-                    for t in range(4):
-                        weight = (
-                            triangle_areas[t, 0] * area[0]
-                            + triangle_areas[t, 1] * area[1]
-                            + triangle_areas[t, 2] * area[2]
-                        ) / norm
-                        u = (t + 1) % 4
-                        wx += weight * (corner[t, 0] + corner[u, 0] + centre[0])
-                        wy += weight * (corner[t, 1] + corner[u, 1] + centre[1])
-                        wz += weight * (corner[t, 2] + corner[u, 2] + centre[2])
-                        total += weight
-                    if total > 0.0:
-                        centre[0] = wx / (3.0 * total)
-                        centre[1] = wy / (3.0 * total)
-                        centre[2] = wz / (3.0 * total)
-            # The pyramid from the anchor to the face: its signed volume (divergence
-            # theorem) and its centroid, 3/4 of the way from apex to base centroid.
-            pyramid = (centre[0] * area[0] + centre[1] * area[1] + centre[2] * area[2]) / 3.0
-            signed_volume += pyramid
-            mx += 0.75 * pyramid * centre[0]
-            my += 0.75 * pyramid * centre[1]
-            mz += 0.75 * pyramid * centre[2]
-            for k in range(3):
-                areas[c, f, k] = area[k]
-            centres[c, f, 0] = centre[0] + ax
-            centres[c, f, 1] = centre[1] + ay
-            centres[c, f, 2] = centre[2] + az
-            # Sorted point ids of the face (insertion sort of at most 4).
-            for v in range(1, size):
-                value = ids[v]
-                w = v - 1
-                while w >= 0 and ids[w] > value:
-                    ids[w + 1] = ids[w]
-                    w -= 1
-                ids[w + 1] = value
-            occurrence = c * n_faces + f
-            if size == 3:
-                high[occurrence] = ids[0] + 1
-                low[occurrence] = (ids[1] + 1) * base + ids[2] + 1
-            else:
-                high[occurrence] = (ids[0] + 1) * base + ids[1] + 1
-                low[occurrence] = (ids[2] + 1) * base + ids[3] + 1
-        # All faces outward together: a cell listed in mirrored order has negative volume.
-        if signed_volume < 0.0:
-            for f in range(n_faces):
-                for k in range(3):
-                    areas[c, f, k] = -areas[c, f, k]
-        volumes[c] = abs(signed_volume)
-        centroids[c, 0] = ax + mx / signed_volume
-        centroids[c, 1] = ay + my / signed_volume
-        centroids[c, 2] = az + mz / signed_volume
-    return areas, centres, volumes, centroids, extents, high, low
-
-
 def _check_blocks(points, cell_blocks) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
     points = np.array(points, dtype=np.float64)
     if points.ndim != 2 or points.shape[1] != 3:
@@ -415,7 +260,7 @@ def build_mesh(points, cell_blocks) -> UnstructuredMesh:
             continue
         faces = CELL_FACES[kind]
         table = np.array([local + (0,) * (4 - len(local)) for local in faces])
-        areas, face_centres, volume, centroid, extent, high, low = _cell_geometry(
+        areas, face_centres, volume, centroid, extent, high, low = cell_geometry(
             points, connectivity, table, np.array([len(local) for local in faces])
         )
         # Written as "not above" so that a NaN volume counts as degenerate too.
@@ -558,209 +403,3 @@ def read_mesh(path) -> UnstructuredMesh:
         return build_mesh(mesh.points, blocks)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"{path}: {error}") from error
-
-
-def _check_box(shape, lengths) -> tuple[tuple[int, int, int], np.ndarray]:
-    if (
-        len(shape) != 3
-        or not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in shape)
-        or min(shape) < 1
-    ):
-        raise ValueError(f"shape must be 3 positive integers (nx, ny, nz), got {shape!r}")
-    lengths = np.asarray(lengths, dtype=np.float64)
-    if lengths.shape != (3,) or not (np.isfinite(lengths).all() and (lengths > 0).all()):
-        raise ValueError(f"lengths must be 3 positive finite numbers, got {lengths.tolist()!r}")
-    return tuple(int(n) for n in shape), lengths
-
-
-def _box_points(shape, lengths) -> np.ndarray:
-    """Grid points of a box, x fastest: point (i, j, k) is i + (nx+1) * (j + (ny+1) * k)."""
-    axes = [np.linspace(0.0, length, n + 1) for n, length in zip(shape, lengths, strict=True)]
-    z, y, x = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
-    return np.column_stack([x.ravel(), y.ravel(), z.ravel()])
-
-
-def _box_corners(shape) -> np.ndarray:
-    """Point ids of the 8 corners of each box cell, x fastest, corners numbered by bits."""
-    nx, ny, nz = shape
-    k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
-    origin = (i + (nx + 1) * (j + (ny + 1) * k)).ravel().astype(np.int64)
-    offsets = np.array(
-        [(bit & 1) + (nx + 1) * (((bit >> 1) & 1) + (ny + 1) * (bit >> 2)) for bit in range(8)]
-    )
-    return origin[:, None] + offsets
-
-
-def box_hex_mesh(shape: tuple[int, int, int], lengths=(1.0, 1.0, 1.0)) -> UnstructuredMesh:
-    """A box ``[0, Lx] x [0, Ly] x [0, Lz]`` of uniform hexahedra.
-
-    Parameters
-    ----------
-    shape : tuple of 3 int
-        Cells along x, y, z; the mesh has ``nx * ny * nz`` cells, x running fastest.
-    lengths : tuple of 3 float
-        Box side lengths.
-
-    Returns
-    -------
-    UnstructuredMesh
-        One ``hexahedron`` block.
-
-    Raises
-    ------
-    ValueError
-        If ``shape`` is not 3 positive integers or ``lengths`` not 3 positive numbers.
-    """
-    shape, lengths = _check_box(shape, lengths)
-    # VTK's hexahedron goes round the bottom face, then the top one.
-    corners = _box_corners(shape)[:, [0, 1, 3, 2, 4, 5, 7, 6]]
-    return build_mesh(_box_points(shape, lengths), [("hexahedron", corners)])
-
-
-def perturbed_tet_mesh(
-    shape: tuple[int, int, int],
-    lengths=(1.0, 1.0, 1.0),
-    perturbation: float = 0.2,
-    seed: int = 0,
-) -> UnstructuredMesh:
-    """A box of tetrahedra with randomly moved vertices, a test of skewed geometry.
-
-    Each cell of a ``shape`` box grid is split into 6 tetrahedra (Kuhn/Freudenthal split,
-    conforming across cells). Each point then moves by a uniform random amount in
-    ``[-perturbation * h, perturbation * h]`` along each axis (``h`` the grid spacing of that
-    axis), except along the axes where it lies on the box boundary: points on a box face
-    move within the face, points on an edge along the edge, corners stay, so the box is
-    kept exactly.
-
-    Parameters
-    ----------
-    shape : tuple of 3 int
-        Box cells along x, y, z; the mesh has ``6 * nx * ny * nz`` tetrahedra.
-    lengths : tuple of 3 float
-        Box side lengths.
-    perturbation : float
-        Largest move as a fraction of the spacing, in ``[0, 0.25)``: below 1/4 no
-        tetrahedron can be inverted.
-    seed : int
-        Seed of the random moves; the mesh is a function of all arguments.
-
-    Returns
-    -------
-    UnstructuredMesh
-        One ``tetra`` block, cell ``6 * b + t`` being tetrahedron ``t`` of box cell ``b``
-        (x fastest).
-
-    Raises
-    ------
-    ValueError
-        If ``shape``, ``lengths`` or ``perturbation`` are out of range.
-    """
-    shape, lengths = _check_box(shape, lengths)
-    if not 0.0 <= perturbation < 0.25:
-        raise ValueError(
-            f"perturbation must be in [0, 0.25) so that no tetrahedron inverts, "
-            f"got {perturbation!r}"
-        )
-    points = _box_points(shape, lengths)
-    spacing = lengths / np.array(shape)
-    moves = np.random.default_rng(seed).uniform(-1.0, 1.0, size=points.shape)
-    moves *= perturbation * spacing
-    on_boundary = np.isclose(points, 0.0, rtol=0.0, atol=1e-12 * lengths.max()) | np.isclose(
-        points, lengths, rtol=1e-12, atol=0.0
-    )
-    moves[on_boundary] = 0.0
-    points += moves
-    tets = _box_corners(shape)[:, _KUHN_TETS].reshape(-1, 4)
-    return build_mesh(points, [("tetra", tets)])
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
-def box_shape(cells: int, kind: str = "hex") -> tuple[int, int, int]:
-    """The most cube-like box grid for exactly ``cells`` cells of ``kind``.
-
-    Among the grids ``nx * ny * nz`` of the right size (``cells`` for hexahedra,
-    ``cells / 6`` for tetrahedra, 6 per box cell), the one of least surface
-    ``nx ny + ny nz + nz nx`` is chosen: the closest to a cube, and the fewest faces.
-
-    Parameters
-    ----------
-    cells : int
-        Number of cells wanted, positive.
-    kind : {"hex", "tet"}
-        Cell type.
-
-    Returns
-    -------
-    tuple of 3 int
-        ``(nx, ny, nz)`` in increasing order.
-
-    Raises
-    ------
-    ValueError
-        If ``kind`` is unknown, ``cells`` not positive, or, for tetrahedra, not a multiple
-        of 6 (the message names the nearest counts that are).
-    """
-    if kind not in ("hex", "tet"):
-        raise ValueError(f"kind must be 'hex' or 'tet', got {kind!r}")
-    if isinstance(cells, bool) or not isinstance(cells, int | np.integer) or cells < 1:
-        raise ValueError(f"cells must be a positive integer, got {cells!r}")
-    cells = int(cells)
-    boxes = cells
-    if kind == "tet":
-        if cells % 6:
-            below, above = cells - cells % 6, cells - cells % 6 + 6
-            nearest = f"{below} or {above}" if below else f"{above}"
-            raise ValueError(
-                f"a tet box has 6 tetrahedra per box cell, so cells must be a multiple of 6, "
-                f"got {cells}: nearest counts that work are {nearest}"
-            )
-        boxes = cells // 6
-    best = None
-    for nx in _divisors(boxes):
-        if nx**3 > boxes:
-            break
-        rest = boxes // nx
-        for ny in _divisors(rest):
-            nz = rest // ny
-            if ny < nx or nz < ny:
-                continue
-            candidate = (nx * ny + ny * nz + nz * nx, (nx, ny, nz))
-            best = min(best, candidate) if best else candidate
-    return best[1]
-
-
-def box_mesh(cells: int, kind: str = "hex", **kw) -> UnstructuredMesh:
-    """A box mesh of exactly ``cells`` cells with cube-shaped grid cells.
-
-    The grid is :func:`box_shape`'s and, unless ``lengths`` is given, the box is
-    ``(nx, ny, nz) / max(nx, ny, nz)`` so that its longest side is 1 and grid cells are
-    cubes.
-
-    Parameters
-    ----------
-    cells : int
-        Exact number of cells; for ``"tet"`` a multiple of 6.
-    kind : {"hex", "tet"}
-        :func:`box_hex_mesh` or :func:`perturbed_tet_mesh`.
-    **kw
-        Further arguments of that generator (``lengths``; ``perturbation``, ``seed``).
-
-    Returns
-    -------
-    UnstructuredMesh
-        A mesh of ``cells`` cells.
-
-    Raises
-    ------
-    ValueError
-        As :func:`box_shape`, or for invalid generator arguments.
-    """
-    shape = box_shape(cells, kind)
-    kw.setdefault("lengths", np.array(shape) / max(shape))
-    if kind == "hex":
-        return box_hex_mesh(shape, **kw)
-    return perturbed_tet_mesh(shape, **kw)

@@ -22,7 +22,8 @@ from tachyflow.solvers.unstructured import UnstructuredPressureSolver
 def load_mesh(text: str, base=".") -> object:
     """A mesh from a file (relative to ``base``), or a generated box ``box:CELLS`` /
     ``tet:CELLS``; ConfigError naming ``text`` when it cannot be had."""
-    from tachyflow.io.mesh import box_mesh, read_mesh
+    from tachyflow.io.mesh import read_mesh
+    from tachyflow.io.mesh_generators import box_mesh
 
     kind, _, count = text.partition(":")
     try:
