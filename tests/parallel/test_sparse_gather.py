@@ -3,6 +3,7 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
+from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.interpolation import interpolation_stencils, stencil_source_terms
 from tachyflow.parallel import HaloExchange, PencilDecomposition
@@ -77,7 +78,7 @@ def check_all_variants(flow, points, normals, destination, variants=VARIANTS):
     for method, sync in variants:
         with NoiseSourceExchange(
             flow.decomposition, flow.grid, flow.halo, points, normals, destination,
-            method=method, sync=sync, rho0=RHO0, p0=P0,
+            method=method, sync=sync, sources=PermeableSourceTerms(RHO0, P0),
         ) as exchange:  # fmt: skip
             for repeat in range(3):  # reused windows and double buffers stay right
                 terms = exchange.exchange(*flow.local)
@@ -128,7 +129,13 @@ def test_points_bound_for_one_rank_and_ranks_owning_nothing():
     # All on rank 0: with 3 ranks the last owns nothing, is no destination and stays out.
     check_all_variants(flow, points, normals, np.zeros(60, dtype=int), VARIANTS[::3])
     exchange = NoiseSourceExchange(
-        flow.decomposition, flow.grid, flow.halo, points, normals, np.zeros(60, int)
+        flow.decomposition,
+        flow.grid,
+        flow.halo,
+        points,
+        normals,
+        np.zeros(60, int),
+        sources=PermeableSourceTerms(),
     )
     outside = exchange.surface_ranks.size < comm.size
     parallel_assert(outside == (comm.size == 3), f"surface ranks {exchange.surface_ranks}")
@@ -148,7 +155,7 @@ def test_update_replans_for_moved_points():
     for method in ("put", "source-put"):
         exchange = NoiseSourceExchange(
             flow.decomposition, flow.grid, flow.halo, points, normals, destination,
-            method=method, sync="pscw", rho0=RHO0, p0=P0,
+            method=method, sync="pscw", sources=PermeableSourceTerms(RHO0, P0),
         )  # fmt: skip
         exchange.exchange(*flow.local)
         moved = flow.points(90, seed=11)
@@ -163,6 +170,7 @@ def test_update_replans_for_moved_points():
 
 
 def build(flow, points, normals, destination, **options):
+    options.setdefault("sources", PermeableSourceTerms())
     return NoiseSourceExchange(
         flow.decomposition, flow.grid, flow.halo, points, normals, destination, **options
     )
@@ -201,12 +209,14 @@ def test_bad_input_raises_on_every_rank():
     with pytest.raises(ValueError, match="sync must be"):
         build(flow, points, normals, destination, sync="flush")
     with pytest.raises(ValueError, match="rho0 must be a positive"):
-        build(flow, points, normals, destination, rho0=0.0)
+        PermeableSourceTerms(rho0=0.0)
+    with pytest.raises(TypeError, match="sources must have from_values"):
+        build(flow, points, normals, destination, sources="fast")
     with pytest.raises(ValueError, match="corners=True"):
         no_corners = HaloExchange(flow.decomposition, "y", width=1, corners=False)
         NoiseSourceExchange(
             flow.decomposition, flow.grid, no_corners, points, normals, destination,
-            method="source-put",
+            method="source-put", sources=PermeableSourceTerms(),
         )  # fmt: skip
     exchange = build(flow, points, normals, destination, method="put")
     with pytest.raises(ValueError, match="ghosted y-pencil"):

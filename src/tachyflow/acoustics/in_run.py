@@ -30,6 +30,7 @@ from tachyflow import collectives
 from tachyflow.acoustics import surfaces
 from tachyflow.acoustics.fwh import FWHSolver
 from tachyflow.acoustics.offline import arc_observers, panel_share, write_results
+from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.config import AcousticsSection
 from tachyflow.io.surface_series import SurfaceSeriesWriter
 from tachyflow.parallel.sparse_gather import NoiseSourceExchange
@@ -107,7 +108,7 @@ class InRunAcoustics:
         self.exchange = NoiseSourceExchange(
             decomposition, solver.grid, solver.halo, self.surface.centres,
             self.surface.normals, destination, method=section.exchange, sync=section.sync,
-            rho0=section.rho0, p0=section.p0,
+            sources=PermeableSourceTerms(section.rho0, section.p0),
         )  # fmt: skip
         self.share = panel_share(count, rank, size)
         self.start = solver.time

@@ -26,6 +26,7 @@ from mpi4py import MPI
 
 from tachyflow import runtime
 from tachyflow.acoustics.offline import panel_share
+from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.acoustics.surfaces import sphere
 from tachyflow.bench.harness import time_interleaved
 from tachyflow.bench.results import new_results, summarize
@@ -130,7 +131,13 @@ def run_noise_exchange_benchmark(
     surface_points = (surface.centres, surface.normals, destination)
     for name, method, sync in variants():
         exchanges[name] = NoiseSourceExchange(
-            decomposition, grid, halo, *surface_points, method=method, sync=sync
+            decomposition,
+            grid,
+            halo,
+            *surface_points,
+            method=method,
+            sync=sync,
+            sources=PermeableSourceTerms(),
         )
         phases[name] = []
     baseline = exchanges[BASELINE].exchange(*fields)

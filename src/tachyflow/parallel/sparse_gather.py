@@ -1,4 +1,5 @@
-"""FW-H noise sources of surface points from the flow ranks that own their stencils (seed 000).
+"""FW-H noise sources of surface points from the flow ranks that own their stencils (Kwon,
+Park & Choi).
 
 Every surface point needs the 8 values of each of u, v, w and p around it (trilinear
 interpolation, :mod:`tachyflow.numerics.interpolation`); they live on the ranks that own
@@ -51,9 +52,8 @@ Synchronisation of the one-sided methods (``sync``), and why each is correct:
 
 Values a rank owns for its own points are copied locally and never pass through MPI. All
 methods interpolate the same values with the same weights, in the same order and with the
-same arithmetic (:func:`~tachyflow.numerics.interpolation.stencil_source_terms` where raw
-values arrive, :func:`~tachyflow.numerics.interpolation.gathered_source_terms` where they
-are read in place), so they give bitwise-identical results.
+same arithmetic (the ``sources`` object's ``from_values`` where raw values arrive,
+``from_fields`` where they are read in place), so they give bitwise-identical results.
 
 ``method="auto"`` and ``sync="auto"``: the measured fastest, :data:`AUTO_METHOD` with
 :data:`AUTO_SYNC`. Evidence: ``tachyflow bench noise-exchange --points 20000`` (20,184
@@ -97,10 +97,8 @@ from tachyflow.numerics.interpolation import (
     CORNERS,
     QUANTITIES,
     check_points,
-    gathered_source_terms,
     ghosted_flat_indices,
     interpolation_stencils,
-    stencil_source_terms,
     take_values,
 )
 from tachyflow.parallel.agreement import collectively
@@ -228,8 +226,12 @@ class NoiseSourceExchange:
     sync : {"lock", "fence", "pscw", "auto"}
         Synchronisation of the one-sided methods; ``"auto"`` is :data:`AUTO_SYNC`.
         Ignored by ``"two-sided"``.
-    rho0, p0 : float
-        Density and pressure of the medium at rest.
+    sources : object
+        What turns stencils into source terms where the values are (keyword only): an
+        object with ``from_values(values, weights, normals)`` and ``from_fields(fields,
+        flat, weights, normals, out)``, such as
+        :class:`tachyflow.acoustics.sources.PermeableSourceTerms`. This layer only moves
+        the data it needs.
 
     Attributes
     ----------
@@ -271,8 +273,8 @@ class NoiseSourceExchange:
         destination,
         method: str = "auto",
         sync: str = "auto",
-        rho0: float = 1.0,
-        p0: float = 0.0,
+        *,
+        sources,
     ):
         self.decomposition = decomposition
         self.grid = grid
@@ -282,8 +284,7 @@ class NoiseSourceExchange:
         self._groups: list = []
         with collectively(decomposition.comm, (ValueError, TypeError)):
             self.method, self.sync = _check_method(method, sync)
-            self.rho0 = _finite("rho0", rho0, positive=True)
-            self.p0 = _finite("p0", p0)
+            self.sources = _check_sources(sources)
             self._check_geometry()
         self._owner_table = _owner_table(decomposition)
         self.timings = dict.fromkeys(PHASES, 0.0)
@@ -522,9 +523,7 @@ class NoiseSourceExchange:
             return self._exchange_sources(fields)
         values = self._gather_values(fields)
         started = time.perf_counter()
-        result = stencil_source_terms(
-            values, self._weights, self._mine_normals, self.rho0, self.p0
-        )
+        result = self.sources.from_values(values, self._weights, self._mine_normals)
         self.timings["source"] = time.perf_counter() - started
         return result
 
@@ -573,8 +572,9 @@ class NoiseSourceExchange:
 
     def _exchange_sources(self, fields) -> np.ndarray:
         started = time.perf_counter()
-        terms = (self._weights, self._compute_normals, self.rho0, self.p0, self._terms)
-        gathered_source_terms(fields, self._compute_flat, *terms)
+        self.sources.from_fields(
+            fields, self._compute_flat, self._weights, self._compute_normals, self._terms
+        )
         computed = time.perf_counter()
         incoming = self._communicate()
         communicated = time.perf_counter()
@@ -693,13 +693,17 @@ def _check_method(method, sync) -> tuple[str, str]:
     return method, sync
 
 
-def _finite(name: str, value, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not np.isfinite(value) or (positive and value <= 0):
-        kind = "positive finite" if positive else "finite"
-        raise ValueError(f"{name} must be a {kind} number, got {value!r}")
-    return float(value)
+def _check_sources(sources):
+    """The source-term object the exchange applies (from the acoustics layer)."""
+    if not (
+        callable(getattr(sources, "from_values", None))
+        and callable(getattr(sources, "from_fields", None))
+    ):
+        raise TypeError(
+            "sources must have from_values() and from_fields() (e.g. "
+            f"tachyflow.acoustics.sources.PermeableSourceTerms), got {type(sources).__name__}"
+        )
+    return sources
 
 
 def _owner_table(decomposition: PencilDecomposition) -> np.ndarray:
