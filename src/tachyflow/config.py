@@ -157,6 +157,66 @@ class AcousticsSection:
 
 
 @dataclass(frozen=True)
+class ObserverPoint:
+    """``[[observer]]`` of an observers file: a named point."""
+
+    name: str = ""
+    position: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+
+
+@dataclass(frozen=True)
+class ArcTable:
+    """``[arc]`` of an observers file: ``count`` observers on a circle (0 radius: none)."""
+
+    radius: float = 0.0
+    plane: str = "xy"
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    start: float = 0.0
+    stop: float = 180.0
+    count: int = 13
+
+
+@dataclass(frozen=True)
+class ObserversFile:
+    """The observers file of ``tachyflow acoustics``: the medium and the observers, with the
+    same keys' defaults as ``[acoustics]`` (one schema: ``c0``, ``rho0``, ``samples``)."""
+
+    c0: float = AcousticsSection.c0
+    rho0: float = AcousticsSection.rho0
+    permeable: bool = False
+    samples: int = AcousticsSection.samples
+    observer: tuple[ObserverPoint, ...] = ()
+    arc: ArcTable = field(default_factory=ArcTable)
+
+
+def parse_observers(text: str, source: str) -> ObserversFile:
+    """Parse and check an observers file strictly (ConfigError naming the key and file)."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{source}: not valid TOML: {error}") from None
+    observers = _section(ObserversFile, document, "", source)
+
+    def require(condition: bool, key: str, expectation: str, value) -> None:
+        if not condition:
+            raise ConfigError(f"{source}: '{key}' must be {expectation}, got {value!r}")
+
+    require(observers.c0 > 0, "c0", "positive", observers.c0)
+    require(observers.rho0 > 0, "rho0", "positive", observers.rho0)
+    require(observers.samples >= 8, "samples", ">= 8", observers.samples)
+    for index, point in enumerate(observers.observer):
+        require(all(math.isfinite(v) for v in point.position), f"observer[{index}].position",
+                "[x, y, z]", point.position)  # fmt: skip
+    arc = observers.arc
+    require(arc.radius >= 0, "arc.radius", ">= 0", arc.radius)
+    require(arc.plane in PLANES, "arc.plane", f"one of {PLANES}", arc.plane)
+    require(arc.count >= 1, "arc.count", ">= 1", arc.count)
+    require(bool(observers.observer) or arc.radius > 0, "observer", "at least one "
+            "[[observer]] entry or an [arc] with radius > 0", observers.observer)  # fmt: skip
+    return observers
+
+
+@dataclass(frozen=True)
 class PipelineSection:
     """``[[insitu.pipeline]]``: one visualisation made every ``every`` steps (or every
     ``every_time`` of simulated time), in situ (by the ranks) or in transit (by
@@ -254,6 +314,8 @@ def _toml_value(value) -> str:
 
 def _convert(value, annotation, key: str, source: str):
     """Check ``value`` against a field type; ints are accepted where floats are expected."""
+    if dataclasses.is_dataclass(annotation):
+        return _section(annotation, value, key, source)
     if typing.get_origin(annotation) is tuple and typing.get_args(annotation)[-1] is Ellipsis:
         item_type = typing.get_args(annotation)[0]
         if not isinstance(value, list):
@@ -278,17 +340,19 @@ def _convert(value, annotation, key: str, source: str):
 
 
 def _section(cls, table, name: str, source: str):
+    """``cls`` from a TOML table, strictly; ``name`` ("" at the top of a file) prefixes keys."""
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [{name}] must be a table")
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
+    qualified = {key: f"{name}.{key}" if name else key for key in table}
     for key in table:
         if key not in known:
             raise ConfigError(
-                f"{source}: unknown key '{name}.{key}' (known: {', '.join(sorted(known))})"
+                f"{source}: unknown key '{qualified[key]}' (known: {', '.join(sorted(known))})"
             )
     values = {
-        key: _convert(value, hints[key], f"{name}.{key}", source) for key, value in table.items()
+        key: _convert(value, hints[key], qualified[key], source) for key, value in table.items()
     }
     return cls(**values)
 

@@ -77,3 +77,32 @@ def test_the_solver_is_named_by_the_case_and_checked():
     assert config.load("pressure-box").case.solver == "pressure"
     with pytest.raises(ConfigError, match=r"'case\.solver' must be one of \['incompressible'"):
         config.parse("[case]\nsolver = 'lbm'\n")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[observer]]\nposition = [1.0, 0.0, 0.0]\ncolour = "red"\n', r"'observer\.colour'"),
+        (
+            'permeable = "no"\n[[observer]]\nposition = [1.0, 0.0, 0.0]\n',
+            "'permeable' must be bool",
+        ),
+        ('c0 = "fast"\n[[observer]]\nposition = [1.0, 0.0, 0.0]\n', "'c0' must be float"),
+        ("[arc]\nradius = 2.0\nplane = 'ab'\n", r"'arc\.plane' must be one of"),
+        ("[arc]\nradius = 2.0\nspokes = 3\n", r"unknown key 'arc\.spokes'"),
+        ("samples = 4\n[arc]\nradius = 2.0\n", "'samples' must be >= 8"),
+        ("c0 = 340.0\n", "at least one"),
+    ],
+)
+def test_observers_files_are_read_as_strictly_as_case_files(text, message):
+    with pytest.raises(ConfigError, match=message):
+        config.parse_observers(text, "observers.toml")
+
+
+def test_observers_files_and_the_acoustics_section_share_their_defaults():
+    observers = config.parse_observers("[[observer]]\nposition = [1, 2, 3]\n", "o.toml")
+    section = config.AcousticsSection()
+    assert (observers.c0, observers.rho0, observers.samples) == (
+        section.c0, section.rho0, section.samples,
+    )  # fmt: skip
+    assert observers.observer[0].position == (1.0, 2.0, 3.0) and not observers.permeable

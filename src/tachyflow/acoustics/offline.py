@@ -8,10 +8,10 @@ permeable surface ``density`` (nt, np) and ``velocity`` (nt, np, 3) — or the F
 terms ``normal_flux`` (nt, np) and ``load`` (nt, np, 3). The observers file (TOML) names
 the medium and the observers::
 
-    c0 = 340.0            # m/s
-    rho0 = 1.225          # kg/m^3
-    permeable = false
-    samples = 2048        # observer-time samples
+    c0 = 340.0            # speed of sound (default 340)
+    rho0 = 1.225          # density at rest (default 1.0, as in [acoustics]; 1.225 for air in SI)
+    permeable = false     # a TOML boolean
+    samples = 1024        # observer-time samples (default 1024)
 
     [[observer]]
     name = "front"
@@ -19,17 +19,18 @@ the medium and the observers::
 
     [arc]                 # optional: observers on a circle, for a directivity plot
     radius = 20.0
-    plane = "xy"          # xy, xz or yz, centred at the origin
+    plane = "xy"          # xy, xz or yz
+    centre = [0.0, 0.0, 0.0]
     start = 0.0           # degrees
     stop = 180.0
     count = 13
 
-Ranks split the panels; the signals are summed over them.
+Unknown keys (also inside ``[[observer]]`` and ``[arc]``) and values of the wrong type are
+refused. Ranks split the panels; the signals are summed over them.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,45 +60,29 @@ class ObserverSetup:
 
 
 def read_observers(path) -> ObserverSetup:
-    """Parse and check an observers file (ConfigError naming the key and the file)."""
+    """Parse and check an observers file (:func:`tachyflow.config.parse_observers`: the same
+    strict schema and defaults as ``[acoustics]``; ConfigError naming the key and file)."""
+    from tachyflow.config import parse_observers
+
     path = Path(path)
     try:
-        document = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        text = path.read_text()
+    except OSError as error:
         raise ConfigError(f"cannot read observers file {str(path)!r}: {error}") from None
-    unknown = set(document) - {"c0", "rho0", "permeable", "samples", "observer", "arc"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}")
-    names, positions = [], []
-    for index, observer in enumerate(document.get("observer", [])):
-        position = observer.get("position")
-        if not (isinstance(position, list) and len(position) == 3):
-            raise ConfigError(f"{path}: observer {index} needs position = [x, y, z]")
-        names.append(str(observer.get("name", f"observer-{index}")))
-        positions.append([float(v) for v in position])
+    document = parse_observers(text, str(path))
+    names = [point.name or f"observer-{index}" for index, point in enumerate(document.observer)]
+    positions = [list(point.position) for point in document.observer]
     angles = np.zeros(0)
-    if "arc" in document:
-        arc = document["arc"]
-        plane = arc.get("plane", "xy")
-        if plane not in PLANES:
-            raise ConfigError(f"{path}: arc.plane must be one of {sorted(PLANES)}, got {plane!r}")
-        count = int(arc.get("count", 13))
-        radius = float(arc.get("radius", 0.0))
-        if count < 1 or not radius > 0:
-            raise ConfigError(f"{path}: arc needs radius > 0 and count >= 1")
+    arc = document.arc
+    if arc.radius > 0:
         angles, points = arc_observers(
-            radius, plane, float(arc.get("start", 0.0)), float(arc.get("stop", 180.0)), count
+            arc.radius, arc.plane, arc.start, arc.stop, arc.count, arc.centre
         )
         names += [f"arc-{angle:g}" for angle in angles]
         positions += points.tolist()
-    if not positions:
-        raise ConfigError(f"{path}: no observers ([[observer]] entries or an [arc])")
-    samples = document.get("samples", 2048)
-    if not isinstance(samples, int) or samples < 8:
-        raise ConfigError(f"{path}: samples must be an integer >= 8, got {samples!r}")
     return ObserverSetup(
-        names, np.array(positions), angles, float(document.get("c0", 340.0)),
-        float(document.get("rho0", 1.225)), bool(document.get("permeable", False)), samples,
+        names, np.array(positions), angles, document.c0, document.rho0, document.permeable,
+        document.samples,
     )  # fmt: skip
 
 
