@@ -70,7 +70,9 @@ class Simulation:
         self.root = self.comm.Get_rank() == 0
         # One live run per folder: locked before anything in it is touched.
         self._lock = agreement.on_root(self.comm, lambda: RunFolderLock(self.output))
-        self.solver = solver_class(config.case.solver).from_case(config, self.comm, planning)
+        solver = solver_class(config.case.solver)
+        agreement.on_root(self.comm, lambda: _check_memory(solver, config, self.comm.Get_size()))
+        self.solver = solver.from_case(config, self.comm, planning)
         self.decomposition = self.solver.decomposition
         self.history: list[dict] = []
         self.restarted = restart is not None
@@ -258,3 +260,51 @@ class Simulation:
 def _last_checkpoint(watchers) -> str | None:
     last = next((w.last for w in watchers if w.name == "checkpoints"), None)
     return None if last is None else str(last)
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory this node can still give (MemAvailable), None where unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _check_memory(solver, config: Config, ranks: int) -> None:
+    """Refuse, before allocating, a case that cannot fit: what it needs per rank, what this
+    node has, and a rank count that would fit on nodes like it (one rank per core)."""
+    import os
+
+    from tachyflow.errors import ConfigError
+
+    estimate, available = solver.memory_per_rank(config, ranks), _available_memory()
+    if estimate is None or available is None:
+        return
+    each, root = estimate
+    if each * (ranks - 1) + root <= available:
+        return
+    gib, cores = 2**30, os.cpu_count() or 1
+    need = (
+        f"{config.source}: {'x'.join(map(str, config.grid.cells))} cells need about "
+        f"{each / gib:.1f} GiB on each of {ranks} rank(s) and {root / gib:.1f} GiB on rank 0 "
+        f"(which gathers whole fields for checkpoints and images); this node has "
+        f"{available / gib:.1f} GiB available"
+    )
+
+    def fits(count: int) -> bool:  # every node full of ranks, rank 0's node too
+        each, root = solver.memory_per_rank(config, count)
+        return each * cores <= available and root + each * (min(cores, count) - 1) <= available
+
+    fitting = ranks
+    while fitting < 2**24 and not fits(fitting):
+        fitting *= 2
+    if not fits(fitting):
+        raise ConfigError(f"{need}: rank 0's gathered fields alone do not fit on one node")
+    each_then = solver.memory_per_rank(config, fitting)[0]
+    raise ConfigError(
+        f"{need}: on nodes like this one ({cores} cores), {fitting} ranks would need "
+        f"{each_then / gib:.2f} GiB each"
+    )

@@ -106,3 +106,19 @@ def test_observers_files_and_the_acoustics_section_share_their_defaults():
         section.c0, section.rho0, section.samples,
     )  # fmt: skip
     assert observers.observer[0].position == (1.0, 2.0, 3.0) and not observers.permeable
+
+
+def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch):
+    from tachyflow import simulation
+    from tachyflow.solvers.incompressible import IncompressibleSolver
+
+    monkeypatch.setattr(simulation, "_available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    fits = config.parse("[grid]\ncells = [64, 64, 64]\n", "small.toml")
+    simulation._check_memory(IncompressibleSolver, fits, 2)
+    spread = config.parse("[grid]\ncells = [512, 512, 512]\n", "big.toml")
+    with pytest.raises(ConfigError, match=r"need about .* GiB on each of 1 rank.*, 16 ranks"):
+        simulation._check_memory(IncompressibleSolver, spread, 1)
+    huge = config.parse("[grid]\ncells = [4096, 4096, 4096]\n", "huge.toml")
+    with pytest.raises(ConfigError, match="gathered fields alone do not fit"):
+        simulation._check_memory(IncompressibleSolver, huge, 4)

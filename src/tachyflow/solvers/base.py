@@ -60,6 +60,12 @@ class Solver:
     time: float
 
     @classmethod
+    def memory_per_rank(cls, config, ranks: int) -> tuple[int, int] | None:
+        """Bytes the case needs on each rank and on rank 0 (which may gather more), before
+        anything is allocated; None when the solver cannot tell."""
+        return None
+
+    @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> Solver:
         """Build the solver of a case and set its initial condition (collective)."""
         raise NotImplementedError
