@@ -44,7 +44,6 @@ from __future__ import annotations
 import fcntl
 import json
 import re
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,8 +65,6 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 # the same with both (measured with a 120 kB PNG per step).
 CONTROL_TRANSPORT = "enet"
 DATA_TRANSPORT = "WAN"
-# Loopback interface names (Linux, BSD/macOS); without one SST picks a routable address.
-LOOPBACK_INTERFACES = ("lo", "lo0")
 
 
 def contact_file(run_dir) -> Path:
@@ -111,17 +108,14 @@ def publisher_alive(run_dir) -> bool | None:
     return False
 
 
-def _loopback_interface() -> str | None:
-    names = {name for _, name in socket.if_nameindex()}
-    return next((name for name in LOOPBACK_INTERFACES if name in names), None)
-
-
 def _transport_parameters() -> dict[str, str]:
-    parameters = {"ControlTransport": CONTROL_TRANSPORT, "DataTransport": DATA_TRANSPORT}
-    interface = _loopback_interface()
-    if interface is not None:
-        parameters["NetworkInterface"] = interface
-    return parameters
+    from tachyflow.insitu.transit.sst import network_parameters
+
+    return {
+        "ControlTransport": CONTROL_TRANSPORT,
+        "DataTransport": DATA_TRANSPORT,
+        **network_parameters(),
+    }
 
 
 def writer_parameters(queue_limit: int) -> dict[str, str]:

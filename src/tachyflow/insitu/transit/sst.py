@@ -9,6 +9,7 @@ it is.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from numbers import Integral
 from pathlib import Path
@@ -69,6 +70,24 @@ def check_queue(queue_limit, policy, reserve, aggregators: int) -> tuple[int, st
     return queue_limit, policy, reserve
 
 
+INTERFACE_VARIABLE = "TACHYFLOW_SST_INTERFACE"
+# Loopback interface names (Linux, BSD/macOS).
+LOOPBACK_INTERFACES = ("lo", "lo0")
+
+
+def network_parameters() -> dict[str, str]:
+    """Where SST listens: the interface named by ``$TACHYFLOW_SST_INTERFACE`` (e.g. ``ib0``,
+    for readers on other nodes; the run and its readers need the same setting), else
+    loopback, so nothing listens beyond this machine by default."""
+    import socket
+
+    interface = os.environ.get(INTERFACE_VARIABLE, "").strip()
+    if not interface:
+        names = {name for _, name in socket.if_nameindex()}
+        interface = next((name for name in LOOPBACK_INTERFACES if name in names), "")
+    return {"NetworkInterface": interface} if interface else {}
+
+
 def writer_parameters(queue_limit: int, policy: str, reserve: int) -> dict[str, str]:
     """SST parameters of a writer: it never waits for a reader to start."""
     return {
@@ -78,6 +97,7 @@ def writer_parameters(queue_limit: int, policy: str, reserve: int) -> dict[str, 
         "ReserveQueueLimit": str(reserve),
         "MarshalMethod": "BP5",  # one copy in Put (FFS makes two)
         **TRANSPORT_PARAMETERS,
+        **network_parameters(),
     }
 
 
@@ -88,6 +108,7 @@ def reader_parameters() -> dict[str, str]:
         "OpenTimeoutSecs": str(OPEN_TIMEOUT_SECONDS),
         "SpeculativePreloadMode": "OFF",
         **TRANSPORT_PARAMETERS,
+        **network_parameters(),
     }
 
 
