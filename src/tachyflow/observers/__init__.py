@@ -16,7 +16,10 @@ keys are passed to its constructor. See docs/extending.md.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass, field
 from typing import ClassVar
+
+import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.registry import Registry
@@ -32,6 +35,25 @@ BUILTIN = (
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
 )
+
+
+@dataclass
+class ObserverState:
+    """What an observer keeps across a restart, carried in every checkpoint.
+
+    Attributes
+    ----------
+    replicated : dict of str to ndarray
+        Small arrays equal on every rank (running averages over homogeneous directions,
+        counters); rank 0's are written.
+    pieces : dict of str to ndarray
+        This rank's cell-centred piece of a distributed field, laid out as
+        ``solver.cell_field`` (the y-pencil of ``solver.decomposition``); written as one
+        global array, so a restart on another rank count gets its own pieces back.
+    """
+
+    replicated: dict[str, np.ndarray] = field(default_factory=dict)
+    pieces: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Observer:
@@ -71,6 +93,15 @@ class Observer:
 
     def close(self, run) -> None:
         """After a run stopped early (a stop signal): leave files whole, write no more."""
+
+    def checkpoint_state(self, run) -> ObserverState | None:
+        """What a restart needs to continue this observer, written into every checkpoint
+        (collective); None: nothing."""
+        return None
+
+    def restore_state(self, run, state: ObserverState) -> None:
+        """Continue from the state a checkpoint kept (collective; called before
+        :meth:`start`, only when the checkpoint holds a state of this observer)."""
 
     def summary(self) -> dict | None:
         """What the run's ``timings.json`` records of this observer, if anything."""
