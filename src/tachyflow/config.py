@@ -75,6 +75,7 @@ class OutputSection:
 
     statistics_every: int = 10
     checkpoint_every: int = 0
+    checkpoints_kept: int = 2  # the newest ones; older are removed once a new one is whole
     images_every: int = 0
     fields_every: int = 0
     vtk_fields: bool = True  # also VTK XML files + fields.pvd beside fields.bp
@@ -432,6 +433,9 @@ def _validate(config: Config, source: str) -> None:
     for key in ("statistics_every", "checkpoint_every", "images_every", "fields_every"):
         value = getattr(output, key)
         require(value >= 0, f"output.{key}", ">= 0", value)
+    require(
+        output.checkpoints_kept >= 1, "output.checkpoints_kept", ">= 1", output.checkpoints_kept
+    )
     _validate_acoustics(config.acoustics, config.time, require)
     _validate_insitu(config.insitu, require)
     require(

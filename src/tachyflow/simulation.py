@@ -11,7 +11,7 @@ visualisation, acoustics, and plug-ins'). Output folder::
     timings.json    wall time per phase (FFT, transposes, TDMA, advection, ...)
     fields.bp/      ADIOS2 BP5 series of u, v, w, p at cell centres (Fides + VTX attributes)
     fields.pvd      the same steps as VTK XML files in fields_vtk/ (.vti, or .vtr if stretched)
-    checkpoints/    step_XXXXXXXX.npz (the last two)
+    checkpoints/    step_XXXXXXXX.ckpt (the newest [output] checkpoints_kept)
     images/         velocity slices and the statistics history (PNG)
 """
 
@@ -26,8 +26,8 @@ import numpy as np
 
 from tachyflow import observers, runtime
 from tachyflow.config import Config
-from tachyflow.errors import RunInterrupted, SimulationDiverged
-from tachyflow.io.checkpoint import newest_readable_checkpoint, read_checkpoint
+from tachyflow.errors import ConfigError, RunInterrupted, SimulationDiverged
+from tachyflow.io.checkpoint import checkpoint_candidates, read_checkpoint
 from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
@@ -55,6 +55,10 @@ class Simulation:
         The case's solver.
     history : list of dict
         The statistics recorded so far in this process.
+    observers : list of Observer
+        The case's observers (built by :meth:`run`).
+    restored_from : Path or None
+        The checkpoint the run continued from.
     dt, cfl, step_seconds : float
         Time step, CFL number and wall time of the last step (what observers read).
 
@@ -70,14 +74,23 @@ class Simulation:
         self.root = self.comm.Get_rank() == 0
         # One live run per folder: locked before anything in it is touched.
         self._lock = agreement.on_root(self.comm, lambda: RunFolderLock(self.output))
+        try:
+            self._set_up(config, restart, planning)
+        except BaseException:
+            if self._lock is not None:  # a failed set-up leaves the folder free
+                self._lock.release()
+            raise
+
+    def _set_up(self, config: Config, restart, planning: str) -> None:
         solver = solver_class(config.case.solver)
         agreement.on_root(self.comm, lambda: _check_memory(solver, config, self.comm.Get_size()))
         self.solver = solver.from_case(config, self.comm, planning)
         self.decomposition = self.solver.decomposition
         self.history: list[dict] = []
+        self.observers: list[observers.Observer] = []
         self.restarted = restart is not None
-        if restart == "latest":
-            restart = agreement.on_root(self.comm, self._latest_checkpoint, share=True)
+        self._restored_states: dict[str, observers.ObserverState] = {}
+        self.restored_from: Path | None = None
         if self.restarted:
             self._restore(restart)
         self.first_step = self.solver.steps
@@ -97,20 +110,48 @@ class Simulation:
             self._log.write(f"{time.strftime('%H:%M:%S')} {message}\n")
             self._log.flush()
 
-    def _gather(self, name: str):
-        """The whole cell-centred field ``name`` on rank 0 (None elsewhere) (collective)."""
-        return self.decomposition.gather_global(self.solver.cell_field(name), "y")
-
-    def _latest_checkpoint(self) -> Path:
-        console = runtime.make_console(stderr=True)
-        return newest_readable_checkpoint(
-            self.output / "checkpoints", self.config.grid.cells, lambda line: console.print(line)
-        )
-
-    def _restore(self, path) -> None:
-        content = read_checkpoint(path, self.config.grid.cells)
-        fields = {name: content[name] for name in self.solver.fields if name in content}
-        self.solver.restore_state(fields, content)
+    def _restore(self, restart) -> None:
+        """Continue from the checkpoint ``restart`` or, for ``"latest"``, the newest one in
+        the output folder that reads whole (collective)."""
+        if not self.solver.structured:
+            raise ConfigError(
+                f"--restart: solver {self.config.case.solver!r} writes no checkpoints"
+            )
+        if restart == "latest":
+            candidates = agreement.on_root(
+                self.comm,
+                lambda: checkpoint_candidates(self.output / "checkpoints"),
+                share=True,
+            )
+        else:
+            candidates = [Path(restart)]
+        console = runtime.make_console(stderr=True) if self.root else None
+        for path in candidates:
+            try:
+                checkpoint, pieces = read_checkpoint(self.comm, path, self.solver.piece_layout())
+            except ConfigError as error:
+                if restart != "latest":
+                    raise
+                if console is not None:
+                    console.print(f"skipping checkpoint {path.name}: {error}")
+                continue
+            break
+        else:
+            raise ConfigError(
+                f"--restart latest: no usable checkpoint in {self.output / 'checkpoints'} "
+                f"({len(candidates)} found, none reads whole)"
+            )
+        if console is not None and path != candidates[0]:
+            console.print(f"restarting from {path.name}, the newest checkpoint that reads whole")
+        scalars = {"step": checkpoint.step, "time": checkpoint.time, **checkpoint.scalars}
+        self.solver.restore_state({name: pieces[name] for name in self.solver.fields}, scalars)
+        for key, value in [*pieces.items(), *checkpoint.replicated.items()]:
+            if key.startswith("observer/"):
+                _, name, item = key.split("/", 2)
+                state = self._restored_states.setdefault(name, observers.ObserverState())
+                target = state.pieces if key in pieces else state.replicated
+                target[item] = value
+        self.restored_from = checkpoint.path
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -156,8 +197,10 @@ class Simulation:
         )
         step_times, iteration_times = [], []  # the solver's step; the whole iteration
         self.cfl = solver.cfl_number(self._time_step())
-        watchers = observers.build(self.config)
+        watchers = self.observers = observers.build(self.config)
         for observer in watchers:
+            if observer.name in self._restored_states:
+                observer.restore_state(self, self._restored_states[observer.name])
             observer.start(self)
         progress = runtime.progress_bar(f"{self.config.case.name}", steps)
         with progress as advance, runtime.StopRequests() as stop:
@@ -277,8 +320,6 @@ def _check_memory(solver, config: Config, ranks: int) -> None:
     """Refuse, before allocating, a case that cannot fit: what it needs per rank, what this
     node has, and a rank count that would fit on nodes like it (one rank per core)."""
     import os
-
-    from tachyflow.errors import ConfigError
 
     estimate, available = solver.memory_per_rank(config, ranks), _available_memory()
     if estimate is None or available is None:

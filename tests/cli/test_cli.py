@@ -164,7 +164,7 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "stats.csv",
         "timings.json",
         "images/statistics.png",
-        "checkpoints/step_00000020.npz",
+        "checkpoints/step_00000020.ckpt",
     ):
         assert (output / name).exists(), name
     timings = json.loads((output / "timings.json").read_text())

@@ -74,6 +74,6 @@ def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, nu
     lines = [line for line in errors.splitlines() if line.startswith("tachyflow:")]
     assert len(lines) == 1 and f"stopped by {number.name} after step" in lines[0], errors
     step = int(lines[0].split("after step ")[1].split(";")[0])
-    written = (folder / "checkpoints" / f"step_{step:08d}.npz").exists()
+    written = (folder / "checkpoints" / f"step_{step:08d}.ckpt").exists()
     assert written == (number == signal.SIGTERM)
     assert not processes_writing(folder)

@@ -50,7 +50,8 @@ class Run(Command):
             "--restart",
             default=None,
             metavar="CHECKPOINT",
-            help="continue from a checkpoint (.npz), or 'latest' in the output folder",
+            help="continue from a checkpoint (.ckpt, written on any rank count), or 'latest' "
+            "in the output folder",
         )
 
     def run(self, args) -> int:

@@ -1,100 +1,356 @@
-"""Checkpoints of a flow run: the global fields and the clock, in one ``.npz`` file.
+"""Parallel checkpoints: every rank writes its own piece of one self-describing file.
 
-The fields are written whole (gathered on rank 0), so a run can restart on any number of
-ranks and continue bit for bit. Files are written under a temporary name and renamed, so
-a crash never leaves a corrupt checkpoint; older ones beyond ``keep`` are removed only
-after the new one is complete.
+A checkpoint ``step_XXXXXXXX.ckpt`` holds distributed arrays in their *global* C-order
+layout, written collectively with MPI-IO (a subarray file view per rank,
+``Write_all``), so no rank ever holds more than its own piece and a restart reads the
+file on any number of ranks and any process grid. Layout of the file::
+
+    0       header (64 bytes): magic, format version, offset, length and CRC-32 of the
+            trailer; written last, so a file without it was never finished
+    4096    array 0, then array 1, ... (each global array, float64, 4096-aligned)
+    ...     trailer (JSON): step, time, scalars, small replicated arrays, the global
+            shape, and per array its offset and a checksum
+
+The checksum of an array is a position-weighted sum of its 64-bit words modulo 2**64
+(odd weights from the global index): each rank adds its piece's share, so it is the same
+whatever the decomposition, is verified on reading at any rank count, and detects every
+single-bit flip and any exchange of two different values.
+
+Writes are atomic: the file is written as ``.step_XXXXXXXX.ckpt.partial``, synced, and
+renamed once every rank is done; older checkpoints beyond ``keep`` are removed only then.
+The environment variable ``TACHYFLOW_FAULT_CHECKPOINT_AFTER=N`` (a fault-injection hook
+for tests) kills every rank with SIGKILL after it wrote N arrays of a checkpoint.
 """
 
 from __future__ import annotations
 
-import zipfile
+import json
+import os
+import signal
+import struct
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tachyflow.errors import ConfigError
-from tachyflow.io.files import replacing
+from tachyflow.parallel import agreement
 
-FORMAT = "tachyflow-checkpoint-1"
-FIELDS = ("u", "v", "w", "p")
+FORMAT = "tachyflow-checkpoint-2"
+SUFFIX = ".ckpt"
+MAGIC = b"TACHYFLOW-CKPT\x00\x00"
+HEADER = struct.Struct("<16sIQQI")  # magic, version, trailer offset, length, CRC-32
+VERSION = 2
+ALIGNMENT = 4096
+_WEIGHT = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads the weights
+
+
+@dataclass(frozen=True)
+class PieceLayout:
+    """Where this rank's piece lies in a global array (C order).
+
+    Attributes
+    ----------
+    global_shape, start, shape : tuple of int
+        The global array's shape, the global index of the piece's first element and the
+        piece's shape (which may contain zeros).
+    """
+
+    global_shape: tuple[int, ...]
+    start: tuple[int, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements in this rank's piece."""
+        return int(np.prod(self.shape))
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint holds besides its distributed arrays (equal on every rank)."""
+
+    path: Path
+    step: int
+    time: float
+    scalars: dict[str, float]
+    replicated: dict[str, np.ndarray]
+    arrays: tuple[str, ...]
+
+
+def checkpoint_path(folder, step: int) -> Path:
+    """The name of the checkpoint of ``step`` in ``folder``."""
+    return Path(folder) / f"step_{step:08d}{SUFFIX}"
+
+
+def _checksum_share(piece: np.ndarray, layout: PieceLayout) -> int:
+    """This rank's share of an array's checksum (summed over the ranks modulo 2**64)."""
+    if piece.size == 0:
+        return 0
+    total = np.uint64(0)
+    inner = np.zeros(piece.shape[1:], dtype=np.uint64)  # global index within a slab
+    for axis, (start, count) in enumerate(zip(layout.start[1:], piece.shape[1:], strict=True)):
+        index = np.arange(start, start + count, dtype=np.uint64)
+        stride = int(np.prod(layout.global_shape[axis + 2 :], dtype=np.int64))
+        inner += (index * np.uint64(stride)).reshape(
+            [-1 if a == axis else 1 for a in range(piece.ndim - 1)]
+        )
+    slab = int(np.prod(layout.global_shape[1:], dtype=np.int64))
+    words = np.ascontiguousarray(piece).view(np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(piece.shape[0]):  # slab by slab: temporaries the size of one slab
+            index = inner + np.uint64((layout.start[0] + i) * slab)
+            weights = index * _WEIGHT | np.uint64(1)
+            total += (words[i] * weights).sum(dtype=np.uint64)
+    return int(total)
+
+
+def _checksum(comm, piece: np.ndarray, layout: PieceLayout) -> int:
+    """The array's checksum (collective)."""
+    return sum(comm.allgather(_checksum_share(piece, layout))) % 2**64
+
+
+def _file_type(layout: PieceLayout):
+    """A committed MPI datatype selecting this rank's piece of the global array."""
+    from mpi4py import MPI
+
+    if layout.size == 0:
+        return MPI.DOUBLE.Dup().Commit()
+    return MPI.DOUBLE.Create_subarray(
+        list(layout.global_shape), list(layout.shape), list(layout.start)
+    ).Commit()
+
+
+def _open(comm, path: Path, mode):
+    """``MPI.File.Open`` (collective); OSError naming the file, on every rank, if it fails."""
+    from mpi4py import MPI
+
+    handle, problem = None, None
+    try:
+        handle = MPI.File.Open(comm, str(path), mode)
+    except MPI.Exception as error:
+        problem = OSError(f"cannot open {path}: {error.Get_error_string()}")
+    agreement.agree(comm, problem)
+    return handle
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // ALIGNMENT) * ALIGNMENT
+
+
+def _fault_after() -> int | None:
+    value = os.environ.get("TACHYFLOW_FAULT_CHECKPOINT_AFTER", "")
+    return int(value) if value.isdigit() else None
 
 
 def write_checkpoint(
+    comm,
     folder,
     step: int,
     time: float,
-    fields: dict[str, np.ndarray],
-    extra: dict[str, float] | None = None,
+    pieces: dict[str, np.ndarray],
+    layout: PieceLayout,
+    scalars: dict[str, float] | None = None,
+    replicated: dict[str, np.ndarray] | None = None,
     keep: int = 2,
 ) -> Path:
-    """Write ``step_XXXXXXXX.npz`` atomically into ``folder`` and prune old checkpoints."""
+    """Write the checkpoint of ``step`` into ``folder`` and prune old ones (collective).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The ranks holding the pieces.
+    pieces : dict of str to ndarray
+        This rank's piece of each distributed array (float64, shape ``layout.shape``).
+    layout : PieceLayout
+        Where the pieces lie in the global arrays (the same for every array).
+    scalars, replicated : dict, optional
+        Numbers and small arrays equal on every rank (rank 0's are written).
+    keep : int
+        Checkpoints kept in ``folder``, this one included.
+    """
+    from mpi4py import MPI
+
     folder = Path(folder)
-    path = folder / f"step_{step:08d}.npz"
-    with replacing(path) as temporary, open(temporary, "wb") as stream:
-        np.savez(
-            stream,
-            format=np.array(FORMAT),
-            step=np.array(step),
-            time=np.array(time),
-            **{f"extra_{k}": np.array(v) for k, v in (extra or {}).items()},
-            **fields,
-        )
-    for old in sorted(folder.glob("step_*.npz"))[:-keep]:
-        old.unlink()
+    path = checkpoint_path(folder, step)
+    partial = folder / f".{path.name}.partial"
+    if comm.Get_rank() == 0:
+        folder.mkdir(parents=True, exist_ok=True)
+    names = sorted(pieces)
+    for name in names:
+        if pieces[name].shape != tuple(layout.shape):
+            raise ValueError(
+                f"checkpoint array {name!r} has shape {pieces[name].shape}, its layout says "
+                f"{layout.shape}"
+            )
+    array_bytes = int(np.prod(layout.global_shape, dtype=np.int64)) * 8
+    offsets = [ALIGNMENT + k * _aligned(array_bytes) for k in range(len(names))]
+    checksums = [_checksum(comm, pieces[name], layout) for name in names]
+    trailer = {
+        "format": FORMAT,
+        "step": int(step),
+        "time": float(time),
+        "scalars": {k: float(v) for k, v in (scalars or {}).items()},
+        "replicated": {
+            k: {
+                "dtype": np.asarray(v).dtype.str,
+                "shape": list(np.shape(v)),
+                "values": np.asarray(v).ravel().tolist(),
+            }
+            for k, v in (replicated or {}).items()
+        },
+        "global_shape": list(layout.global_shape),
+        "arrays": {
+            name: {"offset": offset, "checksum": checksum}
+            for name, offset, checksum in zip(names, offsets, checksums, strict=True)
+        },
+        "ranks": comm.Get_size(),
+    }
+    encoded = json.dumps(trailer).encode()
+    trailer_offset = ALIGNMENT + len(names) * _aligned(array_bytes)
+    fault = _fault_after()
+    comm.Barrier()  # the folder exists
+    handle = _open(comm, partial, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+    file_type = _file_type(layout)
+    problem = None
+    try:
+        for written, (name, offset) in enumerate(zip(names, offsets, strict=True)):
+            if fault is not None and written == fault:
+                os.kill(os.getpid(), signal.SIGKILL)
+            handle.Set_view(offset, MPI.DOUBLE, file_type)
+            handle.Write_all(np.ascontiguousarray(pieces[name], dtype=np.float64))
+        handle.Set_view(0, MPI.BYTE, MPI.BYTE)
+        if comm.Get_rank() == 0:
+            handle.Write_at(trailer_offset, encoded)
+            crc = zlib.crc32(encoded)
+            handle.Write_at(0, HEADER.pack(MAGIC, VERSION, trailer_offset, len(encoded), crc))
+        handle.Sync()
+    except MPI.Exception as error:
+        problem = OSError(f"cannot write checkpoint {path}: {error.Get_error_string()}")
+    finally:
+        handle.Close()
+        file_type.Free()
+    if problem is not None and comm.Get_rank() == 0:
+        partial.unlink(missing_ok=True)
+    agreement.agree(comm, problem)
+
+    def publish() -> None:
+        os.replace(partial, path)
+        _sync_folder(folder)
+        for old in sorted(folder.glob(f"step_*{SUFFIX}"))[:-keep]:
+            old.unlink()
+
+    agreement.on_root(comm, publish)
     return path
 
 
-def latest_checkpoint(folder) -> Path | None:
-    """The newest checkpoint in ``folder``, if any."""
-    found = sorted(Path(folder).glob("step_*.npz"))
-    return found[-1] if found else None
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
-def newest_readable_checkpoint(folder, shape, warn=print) -> Path:
-    """The newest checkpoint in ``folder`` that reads whole for a grid of ``shape``.
-
-    Newer ones that do not (torn, corrupt, another grid) are skipped with a ``warn`` line
-    naming them; temporary files left by a writer that was killed are removed (call this
-    only while holding the run folder's lock). ConfigError when none is usable.
-    """
+def checkpoint_candidates(folder) -> list[Path]:
+    """The checkpoints in ``folder``, newest first; files left by a writer that was killed
+    are removed (call this on one rank, holding the run folder's lock). ConfigError when
+    there are none."""
     folder = Path(folder)
-    for leftover in folder.glob(".step_*.npz"):
+    for leftover in folder.glob(f".step_*{SUFFIX}.partial"):
         leftover.unlink(missing_ok=True)
-    found = sorted(folder.glob("step_*.npz"), reverse=True)
-    for path in found:
-        try:
-            read_checkpoint(path, shape)
-        except ConfigError as error:
-            warn(f"skipping checkpoint {path.name}: {error}")
-            continue
-        if path != found[0]:
-            warn(f"restarting from {path.name}, the newest checkpoint that reads whole")
-        return path
-    raise ConfigError(
-        f"--restart latest: no usable checkpoint in {folder}"
-        + (f" ({len(found)} found, none readable)" if found else "")
-    )
+    found = sorted(folder.glob(f"step_*{SUFFIX}"), reverse=True)
+    if not found:
+        older = sorted(folder.glob("step_*.npz"))
+        raise ConfigError(
+            f"--restart latest: no checkpoint in {folder}"
+            + (
+                f" ({len(older)} in the .npz format of tachyflow 0.1, which this version "
+                "does not read)"
+                if older
+                else ""
+            )
+        )
+    return found
 
 
-def read_checkpoint(path, shape) -> dict:
-    """Load a checkpoint and check it fits a grid of ``shape``; ConfigError otherwise."""
-    path = Path(path)
+def _read_description(path: Path, global_shape) -> dict:
+    """The trailer of ``path``, checked against its header and the case's grid."""
     if not path.is_file():
         raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+    problem = f"checkpoint {path} is corrupt or not a tachyflow checkpoint"
     try:
-        with np.load(path) as data:
-            if str(data["format"]) != FORMAT:
-                raise ConfigError(f"{path} is a {data['format']} file, not {FORMAT}")
-            content = {name: data[name] for name in data.files}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
+        with path.open("rb") as stream:
+            magic, version, offset, length, crc = HEADER.unpack(stream.read(HEADER.size))
+            if magic != MAGIC:
+                raise ConfigError(f"{problem}: no checkpoint header (unfinished or not one)")
+            if version != VERSION:
+                raise ConfigError(f"{problem}: format version {version}, expected {VERSION}")
+            stream.seek(offset)
+            encoded = stream.read(length)
+    except (OSError, struct.error) as error:
+        raise ConfigError(f"{problem}: {error}") from None
+    if len(encoded) != length or zlib.crc32(encoded) != crc:
+        raise ConfigError(f"{problem}: its description is truncated or damaged")
+    trailer = json.loads(encoded)
+    if tuple(trailer["global_shape"]) != tuple(global_shape):
         raise ConfigError(
-            f"checkpoint {path} is corrupt or not a tachyflow checkpoint: {error}"
-        ) from None
-    for name in FIELDS:
-        if name not in content or content[name].shape != tuple(shape):
-            found = content[name].shape if name in content else "missing"
-            raise ConfigError(
-                f"checkpoint {path}: field {name!r} is {found}, the case's grid is {tuple(shape)}"
-            )
-    return content
+            f"checkpoint {path} holds a {tuple(trailer['global_shape'])} grid, the case's "
+            f"grid is {tuple(global_shape)}"
+        )
+    return trailer
+
+
+def _describe(comm, path, global_shape) -> tuple[Checkpoint, dict]:
+    """Check ``path`` (on rank 0) and describe it on every rank (collective); ConfigError,
+    on every rank, when it is missing, unfinished, damaged or for another grid."""
+    path = Path(path)
+    trailer = agreement.on_root(comm, lambda: _read_description(path, global_shape), share=True)
+    replicated = {
+        name: np.asarray(entry["values"], dtype=entry["dtype"]).reshape(entry["shape"])
+        for name, entry in trailer["replicated"].items()
+    }
+    return Checkpoint(
+        path=path,
+        step=int(trailer["step"]),
+        time=float(trailer["time"]),
+        scalars=dict(trailer["scalars"]),
+        replicated=replicated,
+        arrays=tuple(trailer["arrays"]),
+    ), trailer
+
+
+def read_checkpoint(comm, path, layout: PieceLayout) -> tuple[Checkpoint, dict]:
+    """Every array of a checkpoint, this rank's piece of each, checksums verified
+    (collective). Returns the checkpoint's description and the pieces by name."""
+    from mpi4py import MPI
+
+    checkpoint, trailer = _describe(comm, path, layout.global_shape)
+    pieces = {}
+    handle = _open(comm, checkpoint.path, MPI.MODE_RDONLY)
+    file_type = _file_type(layout)
+    try:
+        size = handle.Get_size()
+        array_bytes = int(np.prod(layout.global_shape, dtype=np.int64)) * 8
+        for name, entry in trailer["arrays"].items():
+            if entry["offset"] + array_bytes > size:
+                agreement.agree(
+                    comm, ConfigError(f"checkpoint {path} is truncated (array {name!r})")
+                )
+            piece = np.empty(layout.shape)
+            handle.Set_view(entry["offset"], MPI.DOUBLE, file_type)
+            handle.Read_all(piece)
+            if _checksum(comm, piece, layout) != entry["checksum"]:
+                agreement.agree(
+                    comm,
+                    ConfigError(
+                        f"checkpoint {path} is damaged: array {name!r} does not match its checksum"
+                    ),
+                )
+            pieces[name] = piece
+    finally:
+        handle.Close()
+        file_type.Free()
+    return checkpoint, pieces

@@ -5,8 +5,9 @@ are observers. The run driver (:class:`tachyflow.simulation.Simulation`) builds,
 case, every registered observer that the case turns on, calls :meth:`Observer.start`
 once, :meth:`Observer.observe` after every step on which :meth:`Observer.due` holds, and
 :meth:`Observer.finish` after the last step. Observers see the run through its public
-attributes (``config``, ``output``, ``root``, ``solver`` — the :class:`~tachyflow.solvers.
-base.Solver` interface only —, ``history``, ``dt``, ``cfl``, ``step_seconds``, ``log``).
+attributes (``config``, ``comm``, ``output``, ``root``, ``observers``, ``solver`` — the
+:class:`~tachyflow.solvers.base.Solver` interface only —, ``history``, ``dt``, ``cfl``,
+``step_seconds``, ``log``).
 
 A user's own observer is a subclass registered with :func:`register` (from a plug-in,
 :mod:`tachyflow.plugins`); the case turns it on with a table ``[observers.NAME]`` whose

@@ -98,11 +98,18 @@ class Solver:
         raise NotImplementedError
 
     def checkpoint_state(self) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-        """Whole fields (on rank 0; empty elsewhere) and scalars to write a checkpoint."""
+        """This rank's pieces of the fields a restart needs, laid out as
+        :meth:`piece_layout` says, and the scalars (besides step and time) it needs."""
         raise NotImplementedError
 
-    def restore_state(self, fields: dict[str, np.ndarray], scalars: dict) -> None:
-        """Continue from what :meth:`checkpoint_state` wrote (fields on rank 0)."""
+    def piece_layout(self):
+        """Where this rank's pieces (:meth:`checkpoint_state`, :meth:`cell_field`) lie in
+        the global arrays: a :class:`tachyflow.io.checkpoint.PieceLayout`."""
+        raise NotImplementedError
+
+    def restore_state(self, pieces: dict[str, np.ndarray], scalars: dict) -> None:
+        """Continue from this rank's pieces of a checkpoint and its scalars (``step`` and
+        ``time`` among them), on any number of ranks."""
         raise NotImplementedError
 
     def layout(self) -> dict:

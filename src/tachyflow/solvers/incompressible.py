@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tachyflow.io.checkpoint import PieceLayout
 from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
@@ -415,26 +416,22 @@ class IncompressibleSolver(Solver):
         return None
 
     def checkpoint_state(self):
-        """Whole u, v, w, p on rank 0 and the extra pressure gradient (collective)."""
-        gathered = {
-            name: self.decomposition.gather_global(self.halo.interior(getattr(self, name)), "y")
-            for name in self.fields
-        }
-        return {name: values for name, values in gathered.items() if values is not None}, {
-            "pressure_gradient": self.pressure_gradient
-        }
+        """This rank's u, v, w, p (y-pencil, without ghosts) and the pressure gradient."""
+        pieces = {name: self.halo.interior(getattr(self, name)) for name in self.fields}
+        return pieces, {"pressure_gradient": self.pressure_gradient}
 
-    def restore_state(self, fields, scalars) -> None:
-        """Continue from a checkpoint's whole fields (read on rank 0) (collective)."""
-        pieces = {
-            name: self.decomposition.scatter_global(fields.get(name), "y") for name in self.fields
-        }
+    def piece_layout(self) -> PieceLayout:
+        """This rank's y-pencil in the global grid."""
+        pencil = self.decomposition.pencils["y"]
+        return PieceLayout(self.decomposition.global_shape, pencil.start, pencil.shape)
+
+    def restore_state(self, pieces, scalars) -> None:
+        """Continue from this rank's pieces of u, v, w, p (collective)."""
         self.set_velocity(pieces["u"], pieces["v"], pieces["w"])
         self.halo.interior(self.p)[...] = pieces["p"]
         self.time = float(scalars["time"])
         self.steps = int(scalars["step"])
-        if "extra_pressure_gradient" in scalars:
-            self.pressure_gradient = float(scalars["extra_pressure_gradient"])
+        self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))
 
     def layout(self) -> dict:
         """Grid and process grid."""

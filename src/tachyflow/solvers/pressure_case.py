@@ -41,8 +41,8 @@ class PressureEquation(Solver):
 
     Notes
     -----
-    :meth:`from_case`, :meth:`step`, :meth:`statistics`, :meth:`checkpoint_state` and
-    :meth:`gather_solution` are collective.
+    :meth:`from_case`, :meth:`step`, :meth:`statistics` and :meth:`gather_solution`
+    are collective.
     """
 
     fields = ("p",)
@@ -109,15 +109,6 @@ class PressureEquation(Solver):
     def gather_solution(self):
         """The whole solution on rank 0 (None elsewhere)."""
         return self.decomposition.gather(self.cell_field("p"))
-
-    def checkpoint_state(self):
-        whole = self.gather_solution()
-        return ({} if whole is None else {"p": whole}), {}
-
-    def restore_state(self, fields, scalars) -> None:
-        self.solution = self.decomposition.scatter(fields.get("p"), owned_only=True).copy()
-        self.time = float(scalars["time"])
-        self.steps = int(scalars["step"])
 
     def layout(self) -> dict:
         """Cells of the mesh."""

@@ -1,0 +1,230 @@
+"""Parallel checkpoints: written by each rank's piece, read on any rank count, verified."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from tachyflow import config
+from tachyflow.errors import ConfigError
+from tachyflow.io.checkpoint import (
+    PieceLayout,
+    _checksum_share,
+    checkpoint_path,
+    read_checkpoint,
+    write_checkpoint,
+)
+from tachyflow.parallel import PencilDecomposition
+from tachyflow.simulation import Simulation
+
+SHAPE = (7, 5, 6)
+
+CASE = """
+[case]
+name = "small-channel"
+[grid]
+cells = [8, 10, 6]
+lengths = [6.0, 2.0, 3.0]
+walls = true
+stretching = 1.2
+[flow]
+viscosity = 0.01
+forcing = "flow-rate"
+forcing_value = 1.0
+initial = "perturbed-channel"
+perturbation = 0.2
+[time]
+steps = 6
+cfl = 0.6
+[output]
+statistics_every = 2
+checkpoint_every = 3
+"""
+
+
+def shared_folder(tmp_path_factory, comm):
+    folder = tmp_path_factory.mktemp("ckpt") if comm.rank == 0 else None
+    return comm.bcast(folder, root=0)
+
+
+def global_fields():
+    generator = np.random.default_rng(7)
+    return {name: generator.standard_normal(SHAPE) for name in ("a", "b")}
+
+
+def layout_of(decomposition):
+    pencil = decomposition.pencils["y"]
+    return PieceLayout(decomposition.global_shape, pencil.start, pencil.shape)
+
+
+def sub_communicator(size):
+    world = MPI.COMM_WORLD
+    return world.Split(0 if world.rank < size else MPI.UNDEFINED, world.rank)
+
+
+@pytest.mark.parallel([3])
+def test_written_on_two_ranks_read_on_one_two_and_three(tmp_path_factory):
+    world = MPI.COMM_WORLD
+    folder = shared_folder(tmp_path_factory, world)
+    fields = global_fields()
+    writers = sub_communicator(2)
+    if writers != MPI.COMM_NULL:
+        with PencilDecomposition(SHAPE, comm=writers, periodic=(True, False, True)) as pencils:
+            layout = layout_of(pencils)
+            pieces = {k: np.ascontiguousarray(v[pencils.pencils["y"].slices]) for k, v in
+                      fields.items()}  # fmt: skip
+            write_checkpoint(
+                writers, folder, 12, 0.25, pieces, layout, {"gradient": 1.5},
+                {"observer/x/profile": np.arange(4.0)},
+            )  # fmt: skip
+        writers.Free()
+    world.Barrier()
+    for size, proc_grid in ((1, None), (2, (2, 1)), (3, None)):
+        readers = sub_communicator(size)
+        if readers == MPI.COMM_NULL:
+            continue
+        with PencilDecomposition(SHAPE, proc_grid, readers, (True, False, True)) as pencils:
+            checkpoint, pieces = read_checkpoint(
+                readers, checkpoint_path(folder, 12), layout_of(pencils)
+            )
+            for name, whole in fields.items():
+                assert np.array_equal(pieces[name], whole[pencils.pencils["y"].slices])
+        assert (checkpoint.step, checkpoint.time) == (12, 0.25)
+        assert checkpoint.scalars == {"gradient": 1.5}
+        assert np.array_equal(checkpoint.replicated["observer/x/profile"], np.arange(4.0))
+        readers.Free()
+
+
+def test_checksum_sees_every_single_bit_flip_and_swaps():
+    field = np.random.default_rng(3).standard_normal((3, 4, 5))
+    layout = PieceLayout(field.shape, (0, 0, 0), field.shape)
+    reference = _checksum_share(field, layout)
+    words = field.view(np.uint64)
+    for index in [(0, 0, 0), (1, 2, 3), (2, 3, 4)]:
+        for bit in (0, 31, 52, 63):
+            flipped = words.copy()
+            flipped[index] ^= np.uint64(1 << bit)
+            assert _checksum_share(flipped.view(np.float64), layout) != reference
+    swapped = field.copy()
+    swapped[0, 0, 0], swapped[2, 1, 0] = field[2, 1, 0], field[0, 0, 0]
+    assert _checksum_share(swapped, layout) != reference
+    # Shares of pieces add up to the whole array's checksum.
+    halves = [
+        _checksum_share(field[:, :2], PieceLayout(field.shape, (0, 0, 0), (3, 2, 5))),
+        _checksum_share(field[:, 2:], PieceLayout(field.shape, (0, 2, 0), (3, 2, 5))),
+    ]
+    assert sum(halves) % 2**64 == reference
+
+
+def gathered(simulation):
+    solver = simulation.solver
+    return [solver.decomposition.gather_global(solver.cell_field(n), "y") for n in "uvwp"]
+
+
+@pytest.mark.parallel([3])
+def test_run_written_on_two_ranks_continues_on_one_two_and_three(tmp_path_factory):
+    world = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml")
+    folder = shared_folder(tmp_path_factory, world)
+    writers = sub_communicator(2)
+    expected = None
+    if writers != MPI.COMM_NULL:
+        straight = Simulation(case, folder / "straight", writers, planning="estimate")
+        straight.run(6)
+        expected = gathered(straight)
+        straight.free()
+        first = Simulation(case, folder / "first", writers, planning="estimate")
+        first.run(3)
+        first.free()
+        writers.Free()
+    expected = world.bcast(expected, root=0)
+    checkpoint = checkpoint_path(folder / "first" / "checkpoints", 3)
+    for size in (1, 2, 3):
+        ranks = sub_communicator(size)
+        if ranks == MPI.COMM_NULL:
+            continue
+        again = Simulation(
+            case, folder / f"again{size}", ranks, restart=checkpoint, planning="estimate"
+        )
+        assert again.solver.steps == 3
+        again.run()  # to the case's last step
+        result = gathered(again)
+        again.free()
+        if ranks.rank == 0:
+            for name, a, b in zip("uvwp", result, expected, strict=True):
+                if size == 2:
+                    assert np.array_equal(a, b), name
+                else:
+                    scale = np.abs(b).max()
+                    assert np.abs(a - b).max() <= 1e-12 * scale, (name, size)
+        ranks.Free()
+
+
+@pytest.mark.parallel([2])
+def test_damaged_checkpoints_are_skipped_naming_them(tmp_path_factory, capfd):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml").replace("output", checkpoint_every=2,
+                                                    checkpoints_kept=3)  # fmt: skip
+    folder = shared_folder(tmp_path_factory, comm)
+    first = Simulation(case, folder, comm, planning="estimate")
+    first.run(6)  # checkpoints at 2, 4, 6
+    first.free()
+    if comm.rank == 0:
+        newest = checkpoint_path(folder / "checkpoints", 6)
+        data = bytearray(newest.read_bytes())
+        data[4096 + 100] ^= 0x10  # one bit of the first array
+        newest.write_bytes(bytes(data))
+        middle = checkpoint_path(folder / "checkpoints", 4)
+        middle.write_bytes(middle.read_bytes()[: middle.stat().st_size // 2])
+    comm.Barrier()
+    with pytest.raises(ConfigError, match=r"step_00000006.ckpt is damaged: array 'p'"):
+        Simulation(case, folder, comm, restart=checkpoint_path(folder / "checkpoints", 6))
+    again = Simulation(case, folder, comm, restart="latest", planning="estimate")
+    assert again.solver.steps == 2
+    again.free()
+    if comm.rank == 0:
+        err = capfd.readouterr().err
+        assert "skipping checkpoint step_00000006.ckpt" in err
+        assert "skipping checkpoint step_00000004.ckpt" in err
+        assert "truncated or damaged" in err
+        assert "restarting from step_00000002.ckpt" in err
+
+
+def test_kill_during_a_checkpoint_write_keeps_the_previous_one(tmp_path):
+    case = tmp_path / "case.toml"
+    case.write_text(CASE)
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "tachyflow", "run", str(case), "-n", "2", "-o", str(out)]
+    environment = {k: v for k, v in os.environ.items() if k != "TACHYFLOW_FAULT_CHECKPOINT_AFTER"}
+    kwargs = {"capture_output": True, "text": True, "timeout": 120}
+    subprocess.run([*command, "--steps", "3"], check=True, env=environment, **kwargs)
+    killed = subprocess.run(
+        [*command, "--restart", "latest"],
+        env={**environment, "TACHYFLOW_FAULT_CHECKPOINT_AFTER": "2"},
+        **kwargs,
+    )
+    assert killed.returncode != 0
+    folder = out / "checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".step_00000006.ckpt.partial",
+        "step_00000003.ckpt",
+    ]
+    finished = subprocess.run([*command, "--restart", "latest"], env=environment, **kwargs)
+    assert finished.returncode == 0, finished.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["step_00000003.ckpt", "step_00000006.ckpt"]
+    steps = [line.split(",")[0] for line in (out / "stats.csv").read_text().splitlines()[1:]]
+    assert steps == ["2", "3", "4", "6"]  # 3: the end of the first, shortened run
+
+
+def test_a_checkpoint_of_another_grid_is_refused(tmp_path):
+    pieces = {"u": np.zeros((2, 3, 4))}
+    layout = PieceLayout((2, 3, 4), (0, 0, 0), (2, 3, 4))
+    path = write_checkpoint(MPI.COMM_SELF, tmp_path, 1, 0.0, pieces, layout)
+    other = PieceLayout((2, 3, 5), (0, 0, 0), (2, 3, 5))
+    with pytest.raises(ConfigError, match=r"holds a \(2, 3, 4\) grid, the case's grid is"):
+        read_checkpoint(MPI.COMM_SELF, path, other)
+    with pytest.raises(ValueError, match="has shape"):
+        write_checkpoint(MPI.COMM_SELF, tmp_path, 2, 0.0, pieces, other)
