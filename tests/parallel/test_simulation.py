@@ -129,7 +129,7 @@ def test_corrupt_or_missing_checkpoint_is_a_clear_error_on_every_rank(tmp_path_f
         Simulation(case, folder / "out", comm, restart=folder / "none.npz", planning="estimate")
 
 
-@pytest.mark.parallel([1, 2])
+@pytest.mark.parallel([1, 2, 3])
 @pytest.mark.parametrize("stretching", [0.0, 1.2])
 def test_fields_are_written_as_an_adios2_series_paraview_can_read(tmp_path_factory, stretching):
     import xml.etree.ElementTree as ElementTree
@@ -161,23 +161,56 @@ def test_fields_are_written_as_an_adios2_series_paraview_can_read(tmp_path_facto
     if stretching == 0.0:
         ElementTree.fromstring(attributes["vtk.xml"]["Value"].strip('"'))
 
-    # The plain-VTK fallback: fields.pvd lists both steps; a VTK reader gets the same u.
+    # The plain-VTK fallback: fields.pvd lists both steps, each a .pvtr of one piece per
+    # rank; VTK's parallel reader assembles the same u.
     from vtkmodules.util.numpy_support import vtk_to_numpy
-    from vtkmodules.vtkIOXML import vtkXMLGenericDataObjectReader
+    from vtkmodules.vtkIOXML import vtkXMLPRectilinearGridReader
 
     entries = ElementTree.parse(folder / "fields.pvd").getroot().iter("DataSet")
     files = [entry.get("file") for entry in entries]
-    suffix = ".vti" if stretching == 0.0 else ".vtr"
-    assert files == [f"fields_vtk/step_{step:08d}{suffix}" for step in (3, 6)]
-    reader = vtkXMLGenericDataObjectReader()
+    assert files == [f"fields_vtk/step_{step:08d}.pvtr" for step in (3, 6)]
+    assert len(list((folder / "fields_vtk" / "step_00000006").glob("piece_*.vtr"))) == comm.size
+    reader = vtkXMLPRectilinearGridReader()
     reader.SetFileName(str(folder / files[-1]))
     reader.Update()
     dataset = reader.GetOutput()
     assert dataset.GetNumberOfCells() == nx * ny * nz
     values = vtk_to_numpy(dataset.GetCellData().GetArray("u")).reshape(nz, ny, nx)
     assert np.array_equal(values, last)
+    assert np.allclose(vtk_to_numpy(dataset.GetXCoordinates()), np.linspace(0, 6.0, nx + 1))
     if stretching:
         assert np.allclose(vtk_to_numpy(dataset.GetYCoordinates()), case_faces_y(case))
+
+
+@pytest.mark.parallel([1, 2])
+def test_a_restart_drops_the_field_steps_written_after_its_checkpoint(tmp_path_factory):
+    import xml.etree.ElementTree as ElementTree
+
+    import adios2
+
+    comm = MPI.COMM_WORLD
+    case = config.parse(CASE, "small.toml").replace("output", fields_every=2)
+    folder = shared_folder(tmp_path_factory, comm)
+    first = Simulation(case, folder, comm, planning="estimate")
+    first.run(6)  # fields at 2, 4, 6; checkpoints at 3, 6
+    expected = final_fields(first)[0]
+    first.free()
+    if comm.rank == 0:  # as if killed after the fields of step 6, before its checkpoint
+        (folder / "checkpoints" / "step_00000006.ckpt").unlink()
+    comm.Barrier()
+    again = Simulation(case, folder, comm, restart="latest", planning="estimate")
+    again.run()
+    again.free()
+    if comm.rank != 0:
+        return
+    with adios2.FileReader(str(folder / "fields.bp")) as reader:
+        assert reader.num_steps() == 3
+        assert list(reader.read("step", step_selection=[0, 3])) == [2, 4, 6]
+        assert reader.read_attribute("Fides_Data_Model") == "rectilinear"
+        last = reader.read("u", step_selection=[2, 1])
+    assert np.array_equal(last.transpose(2, 1, 0), expected)
+    entries = ElementTree.parse(folder / "fields.pvd").getroot().iter("DataSet")
+    assert [e.get("file")[-13:-5] for e in entries] == ["00000002", "00000004", "00000006"]
 
 
 def case_faces_y(case):

@@ -10,8 +10,11 @@ from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.numerics.grid import StaggeredGrid
 
 
-def plot_slices(u: np.ndarray, grid: StaggeredGrid, step: int, time: float, path) -> Path:
-    """Streamwise velocity on an x-y plane (mid z) and an x-z plane (quarter height)."""
+def plot_slices(
+    xy_plane: np.ndarray, xz_plane: np.ndarray, grid: StaggeredGrid, step: int, time: float, path
+) -> Path:
+    """Streamwise velocity on the x-y plane of cells ``nz // 2`` (``xy_plane``, shape
+    (nx, ny)) and the x-z plane of cells ``ny // 4`` (``xz_plane``, shape (nx, nz))."""
     plt = pyplot()
     nx, ny, nz = grid.shape
     lx, _, lz = grid.lengths
@@ -19,16 +22,14 @@ def plot_slices(u: np.ndarray, grid: StaggeredGrid, step: int, time: float, path
     z = (np.arange(nz) + 0.5) * grid.spacing_z
     y = grid.centres_y
     figure, axes = plt.subplots(2, 1, figsize=(8, 6.5))
-    plane = u[:, :, nz // 2]
-    image = axes[0].pcolormesh(x, y, plane.T, shading="auto", cmap="RdBu_r")
+    image = axes[0].pcolormesh(x, y, xy_plane.T, shading="auto", cmap="RdBu_r")
     axes[0].set_title(f"u on the x-y plane z = {z[nz // 2]:.3g}")
     axes[0].set_xlabel("x")
     axes[0].set_ylabel("y")
     axes[0].set_aspect("equal")
     figure.colorbar(image, ax=axes[0], shrink=0.8)
     j = ny // 4
-    plane = u[:, j, :]
-    image = axes[1].pcolormesh(x, z, plane.T, shading="auto", cmap="RdBu_r")
+    image = axes[1].pcolormesh(x, z, xz_plane.T, shading="auto", cmap="RdBu_r")
     axes[1].set_title(f"u on the x-z plane y = {y[j]:.3g}")
     axes[1].set_xlabel("x")
     axes[1].set_ylabel("z")

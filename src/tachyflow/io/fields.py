@@ -10,8 +10,12 @@ solver's x as VTK's x. Two descriptions are attached:
 - VTX (``vtk.xml``, an ``ImageData``): ParaView's ADIOS2 VTX reader; written only for a
   uniform y, since image data cannot represent a stretched one.
 
-Rank 0 writes (the ``adios2`` wheel is built without MPI); the fields are gathered to it.
-BP5 commits each finished step, so a crash loses at most the step being written.
+The ``adios2`` wheel is built without MPI, so rank 0 writes, but no rank ever holds a whole
+field: the pieces reach rank 0 one rank at a time (:func:`tachyflow.parallel.pieces.
+pieces_in_turn`) and each is put as its block of the global array, then handed to the file
+(``PerformDataWrite``) before the next arrives. BP5 commits each finished step, so a
+crash loses at most the step being written; a restarted run first drops the steps written
+after its checkpoint (:func:`trim_series`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.parallel import agreement
+from tachyflow.parallel.pieces import pieces_in_turn
 
 NAMES = ("u", "v", "w", "p")
 
@@ -40,40 +46,78 @@ def _vtx_description(grid: StaggeredGrid) -> str:
 
 
 class FieldWriter:
-    """Writes steps of the four fields into ``path`` (a ``.bp`` folder), on rank 0 only.
+    """Writes steps of cell-centred fields into ``path`` (a ``.bp`` folder) (collective).
 
     Parameters
     ----------
+    comm : mpi4py.MPI.Intracomm
+        The ranks holding the pieces; rank 0 writes.
     path : path
         Output folder of the BP5 series (created or replaced).
     grid : StaggeredGrid
         Geometry, for the coordinates and the descriptions.
-    append : bool
-        Continue an existing series (a restarted run) instead of replacing it.
+    layout : tachyflow.io.checkpoint.PieceLayout
+        Where this rank's piece lies in the global grid.
+    keep_until : int, optional
+        Continue an existing series (a restarted run), keeping its steps up to this one.
     """
 
-    def __init__(self, path, grid: StaggeredGrid, append: bool = False):
-        import adios2
-
+    def __init__(self, comm, path, grid: StaggeredGrid, layout, keep_until: int | None = None):
+        self.comm = comm
         self.path = Path(path)
         self.grid = grid
-        append = append and self.path.exists()
-        self._stream = adios2.Stream(str(self.path), "a" if append else "w")
-        self._described = append
+        self._layouts = comm.gather(layout, root=0)
+        self._stream = None
+        self._described = False
 
-    def write(self, step: int, time: float, fields: dict[str, np.ndarray]) -> None:
-        """Append one step; ``fields`` maps u, v, w, p to global cell-centred arrays."""
-        stream = self._stream
-        stream.begin_step()
-        if not self._described:
-            self._describe()
-            self._described = True
-        self._write_coordinates()
-        stream.write("TIME", float(time))
-        stream.write("step", int(step))
+        def open_series() -> None:
+            import adios2
+
+            append = keep_until is not None and self.path.exists()
+            if append:
+                trim_series(self.path, keep_until)
+            self._stream = adios2.Stream(str(self.path), "a" if append else "w")
+            self._described = append
+
+        agreement.on_root(comm, open_series)
+
+    def write(self, step: int, time: float, pieces: dict[str, np.ndarray]) -> None:
+        """Append one step of this rank's cell-centred ``pieces`` of u, v, w, p (collective)."""
+        problem = None
+        incoming = pieces_in_turn(self.comm, {name: pieces[name] for name in NAMES})
+        if self._stream is not None:
+            stream = self._stream
+            try:
+                stream.begin_step()
+                if not self._described:
+                    self._describe()
+                    self._described = True
+                self._write_coordinates()
+                stream.write("TIME", float(time))
+                stream.write("step", int(step))
+            except Exception as error:  # the other ranks still send: receive, then agree
+                problem = error
+            for rank, arrays in incoming:
+                if problem is None and self._layouts[rank].size:
+                    try:
+                        self._write_block(self._layouts[rank], arrays)
+                    except Exception as error:
+                        problem = error
+            if problem is None:
+                stream.end_step()
+        else:
+            for _ in incoming:
+                pass
+        agreement.agree(self.comm, problem)
+
+    def _write_block(self, layout, arrays: dict[str, np.ndarray]) -> None:
+        """One rank's block of every field, handed to the file at once (rank 0)."""
+        shape = list(reversed(layout.global_shape))
+        start, count = list(reversed(layout.start)), list(reversed(layout.shape))
         for name in NAMES:
-            stream.write(name, np.ascontiguousarray(fields[name].transpose(2, 1, 0)))
-        stream.end_step()
+            block = np.ascontiguousarray(arrays[name].transpose(2, 1, 0))
+            self._stream.write(name, block, shape, start, count)
+        self._stream.engine.perform_data_write()
 
     def _write_coordinates(self) -> None:
         """Face coordinates, in every step (small) so that any step stands alone."""
@@ -96,5 +140,50 @@ class FieldWriter:
             stream.write_attribute("vtk.xml", _vtx_description(grid))
 
     def close(self) -> None:
-        """Finish the series."""
-        self._stream.close()
+        """Finish the series (collective)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def trim_series(path, last_step: int) -> None:
+    """Drop the steps after ``last_step`` from the field series ``path`` (one process).
+
+    A run killed after its last checkpoint wrote field steps that its restart writes again;
+    the kept steps are copied into a new series, an x-slab of one variable at a time (never
+    a whole field), which then replaces the old one.
+    """
+    import shutil
+
+    import adios2
+
+    path = Path(path)
+    with adios2.FileReader(str(path)) as reader:
+        selection = [0, reader.num_steps()]
+        steps = [int(s) for s in np.atleast_1d(reader.read("step", step_selection=selection))]
+    if all(step <= last_step for step in steps):
+        return
+    trimmed = path.with_name(f".{path.name}.trimmed")
+    shutil.rmtree(trimmed, ignore_errors=True)
+    with adios2.Stream(str(path), "r") as source, adios2.Stream(str(trimmed), "w") as target:
+        for index, _ in enumerate(source.steps()):
+            if steps[index] > last_step:
+                break
+            target.begin_step()
+            if index == 0:
+                for name, attribute in source.available_attributes().items():
+                    value = source.read_attribute(name)
+                    target.write_attribute(name, value if attribute["Type"] != "string"
+                                           else str(value))  # fmt: skip
+            for name, variable in source.available_variables().items():
+                shape = [int(n) for n in variable["Shape"].split(",")] if variable["Shape"] else []
+                if len(shape) != 3:
+                    target.write(name, source.read(name))
+                    continue
+                for z in range(shape[0]):  # (nz, ny, nx): a plane of constant z at a time
+                    plane = source.read(name, [z, 0, 0], [1, shape[1], shape[2]])
+                    target.write(name, plane, shape, [z, 0, 0], [1, shape[1], shape[2]])
+                    target.engine.perform_data_write()
+            target.end_step()
+    shutil.rmtree(path)
+    trimmed.rename(path)

@@ -1,11 +1,13 @@
-"""Field output as plain VTK XML files and a ParaView collection, beside the BP5 series.
+"""Field output as parallel VTK XML pieces and a ParaView collection, beside the BP5 series.
 
 For readers without ADIOS2 (a ParaView built without it, VisIt, any VTK program): every
-field step is one file in ``fields_vtk/`` — ``.vti`` (ImageData) when y is uniform, ``.vtr``
-(RectilinearGrid, exact face coordinates) when it is stretched — with cell data u, v, w, p,
-and ``fields.pvd`` lists them with their simulated times. Every file is written to a
-temporary name and renamed, the collection last, so a reader never meets a step that is
-listed but half-written. Rank 0 writes what it gathered, like the BP5 writer.
+rank writes its own piece of every field step, ``fields_vtk/step_XXXXXXXX/piece_RRRRR.vtr``
+(RectilinearGrid: exact face coordinates, stretched y included; cell data u, v, w, p), and
+rank 0 writes the step's ``fields_vtk/step_XXXXXXXX.pvtr`` (the pieces and their extents)
+and ``fields.pvd`` (the steps with their simulated times). No rank holds more than its own
+piece. Pieces are written to a temporary name and renamed; the ``.pvtr`` only after every
+piece is whole, the collection last, so a reader never meets a step that is listed but
+half-written.
 """
 
 from __future__ import annotations
@@ -17,79 +19,128 @@ import numpy as np
 
 from tachyflow.io.files import replacing
 from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.parallel import agreement
 
 
-def _grid_dataset(grid: StaggeredGrid):
-    """An empty VTK dataset of the grid's cells: image data if y is uniform."""
+def _piece_dataset(grid: StaggeredGrid, layout):
+    """An empty VTK rectilinear grid of the cells of one piece, in global extents."""
     from vtkmodules.util.numpy_support import numpy_to_vtk
-    from vtkmodules.vtkCommonDataModel import vtkImageData, vtkRectilinearGrid
+    from vtkmodules.vtkCommonDataModel import vtkRectilinearGrid
 
-    nx, ny, nz = grid.shape
-    if grid.stretching == 0:
-        dataset = vtkImageData()
-        dataset.SetDimensions(nx + 1, ny + 1, nz + 1)
-        dataset.SetSpacing(grid.spacing_x, grid.lengths[1] / ny, grid.spacing_z)
-        return dataset, ".vti"
+    faces = (
+        np.arange(grid.shape[0] + 1) * grid.spacing_x,
+        np.asarray(grid.faces_y, dtype=np.float64),
+        np.arange(grid.shape[2] + 1) * grid.spacing_z,
+    )
     dataset = vtkRectilinearGrid()
-    dataset.SetDimensions(nx + 1, ny + 1, nz + 1)
-    dataset.SetXCoordinates(numpy_to_vtk(np.arange(nx + 1) * grid.spacing_x, deep=True))
-    dataset.SetYCoordinates(numpy_to_vtk(np.ascontiguousarray(grid.faces_y), deep=True))
-    dataset.SetZCoordinates(numpy_to_vtk(np.arange(nz + 1) * grid.spacing_z, deep=True))
-    return dataset, ".vtr"
+    extent = []
+    setters = (dataset.SetXCoordinates, dataset.SetYCoordinates, dataset.SetZCoordinates)
+    for axis, (setter, name) in enumerate(zip(setters, "xyz", strict=True)):
+        first, count = layout.start[axis], layout.shape[axis]
+        coordinates = numpy_to_vtk(
+            np.ascontiguousarray(faces[axis][first : first + count + 1]), deep=True
+        )
+        coordinates.SetName(name)
+        setter(coordinates)
+        extent += [first, first + count]
+    dataset.SetExtent(*extent)
+    return dataset
+
+
+def _extent(layout) -> str:
+    return " ".join(f"{s} {s + n}" for s, n in zip(layout.start, layout.shape, strict=True))
 
 
 class VTKFieldWriter:
-    """Writes one VTK XML file per field step and keeps ``fields.pvd`` up to date.
+    """Writes every rank's piece of each field step and keeps ``fields.pvd`` up to date.
 
     Parameters
     ----------
+    comm : mpi4py.MPI.Intracomm
+        The ranks holding the pieces; :meth:`write` is collective over it.
     folder : path
         The run's output folder; files go to ``folder/fields_vtk`` and ``folder/fields.pvd``.
     grid : StaggeredGrid
         Geometry of the cells.
-    append : bool
-        Keep the steps an earlier (restarted) run listed in ``fields.pvd``.
+    layout : tachyflow.io.checkpoint.PieceLayout
+        Where this rank's piece lies in the global grid.
+    keep_until : int, optional
+        Keep the steps up to this one that an earlier run listed in ``fields.pvd`` (a
+        restarted run: the checkpoint's step; later ones were written after it, by the run
+        that did not finish, and are dropped).
     """
 
-    def __init__(self, folder, grid: StaggeredGrid, append: bool = False):
+    def __init__(self, comm, folder, grid: StaggeredGrid, layout, keep_until: int | None = None):
+        self.comm = comm
         self.folder = Path(folder)
         self.grid = grid
-        self._dataset, self._suffix = _grid_dataset(grid)
+        self.layout = layout
+        self._layouts = comm.gather(layout, root=0)
+        self._dataset = _piece_dataset(grid, layout)
         self._entries: list[tuple[float, str]] = []
         collection = self.folder / "fields.pvd"
-        if append and collection.exists():
-            self._entries = _read_collection(collection)
+        if keep_until is not None and comm.Get_rank() == 0 and collection.exists():
+            self._entries = [
+                (time, name)
+                for time, name in _read_collection(collection)
+                if _step_of(name) <= keep_until
+            ]
 
-    def write(self, step: int, time: float, fields: dict[str, np.ndarray]) -> Path:
-        """Write the global cell-centred ``fields`` of one step (arrays ``(nx, ny, nz)``)."""
+    def write(self, step: int, time: float, pieces: dict[str, np.ndarray]) -> Path:
+        """Write this rank's cell-centred ``pieces`` of one step (collective)."""
         from vtkmodules.util.numpy_support import numpy_to_vtk
-        from vtkmodules.vtkIOXML import vtkXMLImageDataWriter, vtkXMLRectilinearGridWriter
+        from vtkmodules.vtkIOXML import vtkXMLRectilinearGridWriter
 
-        cells = self._dataset.GetCellData()
-        for index in reversed(range(cells.GetNumberOfArrays())):
-            cells.RemoveArray(index)
-        for name, values in fields.items():
-            # VTK's x runs fastest: (nx, ny, nz) in C order is (nz, ny, nx) transposed.
-            flat = np.ascontiguousarray(np.asarray(values, dtype=np.float64).transpose(2, 1, 0))
-            array = numpy_to_vtk(flat.ravel(), deep=True)
-            array.SetName(name)
-            cells.AddArray(array)
-        relative = f"fields_vtk/step_{step:08d}{self._suffix}"
-        path = self.folder / relative
-        writer = (
-            vtkXMLImageDataWriter() if self._suffix == ".vti" else vtkXMLRectilinearGridWriter()
+        stem = f"fields_vtk/step_{step:08d}"
+        piece_name = f"{stem}/piece_{self.comm.Get_rank():05d}.vtr"
+        with agreement.collectively(self.comm, OSError):
+            if self.layout.size:
+                cells = self._dataset.GetCellData()
+                for index in reversed(range(cells.GetNumberOfArrays())):
+                    cells.RemoveArray(index)
+                for name, values in pieces.items():
+                    # VTK's x runs fastest: (nx, ny, nz) in C order is (nz, ny, nx) transposed.
+                    flat = np.ascontiguousarray(np.asarray(values, np.float64).transpose(2, 1, 0))
+                    array = numpy_to_vtk(flat.ravel(), deep=True)
+                    array.SetName(name)
+                    cells.AddArray(array)
+                writer = vtkXMLRectilinearGridWriter()
+                writer.SetInputData(self._dataset)
+                writer.SetDataModeToAppended()
+                writer.SetCompressorTypeToZLib()
+                with replacing(self.folder / piece_name) as temporary:
+                    writer.SetFileName(str(temporary))
+                    if writer.Write() != 1:
+                        raise OSError(f"VTK could not write {self.folder / piece_name}")
+        path = self.folder / f"{stem}.pvtr"
+        agreement.on_root(self.comm, lambda: self._write_step(path, step, time, list(pieces)))
+        return path
+
+    def _write_step(self, path: Path, step: int, time: float, names: list[str]) -> None:
+        """The step's ``.pvtr`` and the collection (rank 0)."""
+        arrays = "".join(f'      <PDataArray type="Float64" Name="{name}"/>\n' for name in names)
+        coordinates = "".join(f'      <PDataArray type="Float64" Name="{a}"/>\n' for a in "xyz")
+        pieces = "".join(
+            f'    <Piece Extent="{_extent(layout)}" '
+            f'Source="step_{step:08d}/piece_{rank:05d}.vtr"/>\n'
+            for rank, layout in enumerate(self._layouts)
+            if layout.size
         )
-        writer.SetInputData(self._dataset)
-        writer.SetDataModeToAppended()
-        writer.SetCompressorTypeToZLib()
+        whole = " ".join(f"0 {n}" for n in self.grid.shape)
+        text = (
+            '<?xml version="1.0"?>\n<VTKFile type="PRectilinearGrid" version="0.1" '
+            'byte_order="LittleEndian" header_type="UInt32">\n'
+            f'  <PRectilinearGrid WholeExtent="{whole}" GhostLevel="0">\n'
+            f"    <PCellData>\n{arrays}    </PCellData>\n"
+            f"    <PCoordinates>\n{coordinates}    </PCoordinates>\n"
+            f"{pieces}  </PRectilinearGrid>\n</VTKFile>\n"
+        )
         with replacing(path) as temporary:
-            writer.SetFileName(str(temporary))
-            if writer.Write() != 1:
-                raise OSError(f"VTK could not write {path}")
+            temporary.write_text(text)
+        relative = path.relative_to(self.folder).as_posix()
         self._entries = [entry for entry in self._entries if entry[1] != relative]
         self._entries.append((float(time), relative))
         self._write_collection()
-        return path
 
     def _write_collection(self) -> None:
         rows = "".join(
@@ -102,6 +153,11 @@ class VTKFieldWriter:
         )
         with replacing(self.folder / "fields.pvd") as temporary:
             temporary.write_text(text)
+
+
+def _step_of(name: str) -> int:
+    """The step of a collection entry ``fields_vtk/step_XXXXXXXX.ext``."""
+    return int(Path(name).stem.split("_")[-1])
 
 
 def _read_collection(path: Path) -> list[tuple[float, str]]:

@@ -11,15 +11,16 @@ from tachyflow.observers import Observer, register
 @register
 class Fields(Observer):
     """Appends the solver's cell-centred fields to ``fields.bp`` (and, with ``[output]
-    vtk_fields``, to ``fields.pvd``) every ``[output] fields_every`` steps and after the last
-    step. A restarted run appends to the series."""
+    vtk_fields``, to ``fields.pvd`` as one ``.pvtr`` of per-rank pieces) every ``[output]
+    fields_every`` steps and after the last step, each rank writing or sending only its own
+    piece. A restarted run keeps the steps up to its checkpoint's and appends."""
 
     name = "fields"
 
     def __init__(self, every: int, vtk: bool):
         self.every = every
         self.vtk = vtk
-        self._series = None  # FieldWriter, opened on rank 0 at the first write
+        self._series = None  # FieldWriter, opened at the first write
         self._vtk_files = None
         self._last = None
 
@@ -32,20 +33,17 @@ class Fields(Observer):
 
     def observe(self, run) -> None:
         solver = run.solver
-        gathered = {
-            name: solver.decomposition.gather_global(solver.cell_field(name), "y")
-            for name in solver.fields
-        }
+        pieces = {name: solver.cell_field(name) for name in solver.fields}
         self._last = solver.steps
-        if not run.root:
-            return
         if self._series is None:
-            self._series = FieldWriter(run.output / "fields.bp", solver.grid, append=run.restarted)
+            layout, keep = solver.piece_layout(), run.first_step if run.restarted else None
+            self._series = FieldWriter(run.comm, run.output / "fields.bp", solver.grid, layout,
+                                       keep)  # fmt: skip
             if self.vtk:
-                self._vtk_files = VTKFieldWriter(run.output, solver.grid, append=run.restarted)
-        self._series.write(solver.steps, solver.time, gathered)
+                self._vtk_files = VTKFieldWriter(run.comm, run.output, solver.grid, layout, keep)
+        self._series.write(solver.steps, solver.time, pieces)
         if self._vtk_files is not None:
-            self._vtk_files.write(solver.steps, solver.time, gathered)
+            self._vtk_files.write(solver.steps, solver.time, pieces)
 
     def finish(self, run) -> None:
         if self._last != run.solver.steps:  # the final state, unless the loop just wrote it

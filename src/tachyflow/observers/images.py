@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from tachyflow import observers
 from tachyflow.observers import Observer, register
+from tachyflow.parallel.pieces import gather_plane
 
 
 @register
 class Images(Observer):
     """Draws ``images/u_step_XXXXXXXX.png`` (slices of u) and ``images/statistics.png`` every
-    ``[output] images_every`` steps and after the last step (rank 0 draws)."""
+    ``[output] images_every`` steps and after the last step (rank 0 draws the planes it
+    gathered)."""
 
     name = "images"
 
@@ -22,15 +24,20 @@ class Images(Observer):
 
     def observe(self, run) -> None:
         solver = run.solver
-        u = solver.decomposition.gather_global(solver.cell_field("u"), "y")
+        u, layout = solver.cell_field("u"), solver.piece_layout()
+        _, ny, nz = layout.global_shape
+        # Only the two planes drawn travel to rank 0, never the whole field.
+        planes = [
+            gather_plane(run.comm, u, layout.start, layout.global_shape, axis, index)
+            for axis, index in ((2, nz // 2), (1, ny // 4))
+        ]
         if not run.root:
             return
         from tachyflow.insitu.plots import plot_history, plot_slices
 
         folder = run.output / "images"
-        plot_slices(
-            u, solver.grid, solver.steps, solver.time, folder / f"u_step_{solver.steps:08d}.png"
-        )
+        path = folder / f"u_step_{solver.steps:08d}.png"
+        plot_slices(*planes, solver.grid, solver.steps, solver.time, path)
         if run.history:
             plot_history(run.history, folder / "statistics.png")
 

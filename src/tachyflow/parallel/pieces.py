@@ -42,3 +42,49 @@ def gather_rows(comm, rows: np.ndarray, counts, dtype, root: int = 0) -> np.ndar
     whole = np.empty(int(sizes.sum()), dtype) if at_root else None
     comm.Gatherv(rows.ravel(), [whole, sizes] if at_root else None, root=root)
     return whole.reshape(-1, *rows.shape[1:]) if at_root else None
+
+
+def pieces_in_turn(comm, arrays: dict[str, np.ndarray], root: int = 0):
+    """Every rank's ``arrays`` on ``root``, one rank's at a time (collective).
+
+    A generator: on ``root`` it yields ``(rank, arrays)`` for rank 0, 1, ... in turn,
+    receiving the next rank's arrays only when asked for them, so that ``root`` never
+    holds more than one rank's pieces (what a writer streams into one file needs); on the
+    other ranks it sends and yields nothing. Every rank must run it to the end. The names
+    are the same on every rank; shapes may differ.
+    """
+    names = sorted(arrays)
+    shapes = comm.gather({name: arrays[name].shape for name in names}, root=root)
+    if comm.Get_rank() != root:
+        for name in names:
+            comm.Send(np.ascontiguousarray(arrays[name], dtype=np.float64), dest=root, tag=7)
+        return
+    for rank, rank_shapes in enumerate(shapes):
+        if rank == root:
+            yield rank, arrays
+            continue
+        received = {name: np.empty(rank_shapes[name]) for name in names}
+        for name in names:
+            comm.Recv(received[name], source=rank, tag=7)
+        yield rank, received
+
+
+def gather_plane(comm, piece: np.ndarray, start, global_shape, axis: int, index: int, root=0):
+    """The global 2D plane ``index`` normal to ``axis`` on ``root`` (None elsewhere),
+    assembled from the parts of it that the ranks' 3D pieces hold (collective): only the
+    plane travels, never a whole field."""
+    local = index - start[axis]
+    part = None
+    if 0 <= local < piece.shape[axis] and piece.size:
+        part = (tuple(s for a, s in enumerate(start) if a != axis),
+                np.take(piece, local, axis=axis))  # fmt: skip
+    parts = comm.gather(part, root=root)
+    if comm.Get_rank() != root:
+        return None
+    shape = tuple(n for a, n in enumerate(global_shape) if a != axis)
+    plane = np.empty(shape, dtype=piece.dtype)
+    for found in parts:
+        if found is not None:
+            (first, second), values = found
+            plane[first : first + values.shape[0], second : second + values.shape[1]] = values
+    return plane
