@@ -276,6 +276,7 @@ class Simulation:
             "checkpoint": _last_checkpoint(watchers),
             "final_statistics": self.history[-1] if self.history else {},
             "mpi": runtime.mpi_info(self.comm),
+            "peak_rss_bytes": _peak_memory(self.comm),
         }
         for observer in watchers:
             summary.update(observer.summary() or {})
@@ -305,6 +306,21 @@ def _last_checkpoint(watchers) -> str | None:
     return None if last is None else str(last)
 
 
+def _peak_memory(comm) -> dict:
+    """Peak resident memory of rank 0 and of the other ranks (collective)."""
+    import resource
+
+    peaks = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
+    if peaks is None:
+        return {}
+    others = peaks[1:] or peaks
+    return {
+        "rank_0": peaks[0],
+        "others_max": max(others),
+        "others_median": float(np.median(others)),
+    }
+
+
 def _available_memory() -> int | None:
     """Bytes of memory this node can still give (MemAvailable), None where unknown."""
     try:
@@ -331,7 +347,7 @@ def _check_memory(solver, config: Config, ranks: int) -> None:
     need = (
         f"{config.source}: {'x'.join(map(str, config.grid.cells))} cells need about "
         f"{each / gib:.1f} GiB on each of {ranks} rank(s) and {root / gib:.1f} GiB on rank 0 "
-        f"(which gathers whole fields for checkpoints and images); this node has "
+        f"(which also draws images); this node has "
         f"{available / gib:.1f} GiB available"
     )
 
@@ -343,7 +359,7 @@ def _check_memory(solver, config: Config, ranks: int) -> None:
     while fitting < 2**24 and not fits(fitting):
         fitting *= 2
     if not fits(fitting):
-        raise ConfigError(f"{need}: rank 0's gathered fields alone do not fit on one node")
+        raise ConfigError(f"{need}: no rank count fits on nodes like this one")
     each_then = solver.memory_per_rank(config, fitting)[0]
     raise ConfigError(
         f"{need}: on nodes like this one ({cores} cores), {fitting} ranks would need "

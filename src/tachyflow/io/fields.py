@@ -11,9 +11,10 @@ solver's x as VTK's x. Two descriptions are attached:
   uniform y, since image data cannot represent a stretched one.
 
 The ``adios2`` wheel is built without MPI, so rank 0 writes, but no rank ever holds a whole
-field: the pieces reach rank 0 one rank at a time (:func:`tachyflow.parallel.pieces.
-pieces_in_turn`) and each is put as its block of the global array, then handed to the file
-(``PerformDataWrite``) before the next arrives. BP5 commits each finished step, so a
+field: the pieces reach rank 0 one slab of one rank at a time
+(:func:`tachyflow.parallel.pieces.slabs_in_turn`, 8 MiB at most) and each is put as its
+block of the global array, then handed to the file (``PerformDataWrite``) before the next
+arrives, so rank 0's extra memory does not grow with the grid. BP5 commits each finished step, so a
 crash loses at most the step being written; a restarted run first drops the steps written
 after its checkpoint (:func:`trim_series`).
 """
@@ -26,7 +27,7 @@ import numpy as np
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import agreement
-from tachyflow.parallel.pieces import pieces_in_turn
+from tachyflow.parallel.pieces import slabs_in_turn
 
 NAMES = ("u", "v", "w", "p")
 
@@ -84,7 +85,7 @@ class FieldWriter:
     def write(self, step: int, time: float, pieces: dict[str, np.ndarray]) -> None:
         """Append one step of this rank's cell-centred ``pieces`` of u, v, w, p (collective)."""
         problem = None
-        incoming = pieces_in_turn(self.comm, {name: pieces[name] for name in NAMES})
+        incoming = slabs_in_turn(self.comm, {name: pieces[name] for name in NAMES})
         if self._stream is not None:
             stream = self._stream
             try:
@@ -97,10 +98,10 @@ class FieldWriter:
                 stream.write("step", int(step))
             except Exception as error:  # the other ranks still send: receive, then agree
                 problem = error
-            for rank, arrays in incoming:
-                if problem is None and self._layouts[rank].size:
+            for rank, name, first, slab in incoming:
+                if problem is None:
                     try:
-                        self._write_block(self._layouts[rank], arrays)
+                        self._write_slab(self._layouts[rank], name, first, slab)
                     except Exception as error:
                         problem = error
             if problem is None:
@@ -110,13 +111,13 @@ class FieldWriter:
                 pass
         agreement.agree(self.comm, problem)
 
-    def _write_block(self, layout, arrays: dict[str, np.ndarray]) -> None:
-        """One rank's block of every field, handed to the file at once (rank 0)."""
-        shape = list(reversed(layout.global_shape))
-        start, count = list(reversed(layout.start)), list(reversed(layout.shape))
-        for name in NAMES:
-            block = np.ascontiguousarray(arrays[name].transpose(2, 1, 0))
-            self._stream.write(name, block, shape, start, count)
+    def _write_slab(self, layout, name: str, first: int, slab: np.ndarray) -> None:
+        """A slab (along x) of one rank's block of a field, handed to the file (rank 0)."""
+        # The series is (nz, ny, nx): x is the last axis there.
+        start = [layout.start[2], layout.start[1], layout.start[0] + first]
+        block = np.ascontiguousarray(slab.transpose(2, 1, 0))
+        self._stream.write(name, block, list(reversed(layout.global_shape)), start,
+                           list(block.shape))  # fmt: skip
         self._stream.engine.perform_data_write()
 
     def _write_coordinates(self) -> None:

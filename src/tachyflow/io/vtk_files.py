@@ -98,10 +98,12 @@ class VTKFieldWriter:
                 cells = self._dataset.GetCellData()
                 for index in reversed(range(cells.GetNumberOfArrays())):
                     cells.RemoveArray(index)
+                flats = []  # VTK borrows them (no copy) until the piece is written
                 for name, values in pieces.items():
                     # VTK's x runs fastest: (nx, ny, nz) in C order is (nz, ny, nx) transposed.
                     flat = np.ascontiguousarray(np.asarray(values, np.float64).transpose(2, 1, 0))
-                    array = numpy_to_vtk(flat.ravel(), deep=True)
+                    flats.append(flat)
+                    array = numpy_to_vtk(flat.ravel())
                     array.SetName(name)
                     cells.AddArray(array)
                 writer = vtkXMLRectilinearGridWriter()

@@ -44,29 +44,38 @@ def gather_rows(comm, rows: np.ndarray, counts, dtype, root: int = 0) -> np.ndar
     return whole.reshape(-1, *rows.shape[1:]) if at_root else None
 
 
-def pieces_in_turn(comm, arrays: dict[str, np.ndarray], root: int = 0):
-    """Every rank's ``arrays`` on ``root``, one rank's at a time (collective).
+def slabs_in_turn(comm, arrays: dict[str, np.ndarray], root: int = 0, max_bytes: int = 2**23):
+    """Every rank's ``arrays`` on ``root``, a slab at a time (collective).
 
-    A generator: on ``root`` it yields ``(rank, arrays)`` for rank 0, 1, ... in turn,
-    receiving the next rank's arrays only when asked for them, so that ``root`` never
-    holds more than one rank's pieces (what a writer streams into one file needs); on the
-    other ranks it sends and yields nothing. Every rank must run it to the end. The names
-    are the same on every rank; shapes may differ.
+    A generator: on ``root`` it yields ``(rank, name, first, slab)`` for rank 0, 1, ...
+    in turn, each array cut along axis 0 into slabs of at most ``max_bytes`` (at least one
+    index), ``first`` being the slab's first index along axis 0 within the rank's array; it
+    receives a slab only when asked for it, so ``root`` never holds more than one slab of
+    another rank (what a writer streaming into one file needs, whatever the grid's size).
+    On the other ranks it sends and yields nothing. Every rank must run it to the end. The
+    names are the same on every rank; shapes may differ.
     """
     names = sorted(arrays)
     shapes = comm.gather({name: arrays[name].shape for name in names}, root=root)
-    if comm.Get_rank() != root:
-        for name in names:
-            comm.Send(np.ascontiguousarray(arrays[name], dtype=np.float64), dest=root, tag=7)
-        return
-    for rank, rank_shapes in enumerate(shapes):
-        if rank == root:
-            yield rank, arrays
+    rank = comm.Get_rank()
+    for sender in range(comm.Get_size()):
+        if rank not in (sender, root):
             continue
-        received = {name: np.empty(rank_shapes[name]) for name in names}
         for name in names:
-            comm.Recv(received[name], source=rank, tag=7)
-        yield rank, received
+            shape = shapes[sender][name] if rank == root else arrays[name].shape
+            if not np.prod(shape):
+                continue
+            step = max(1, max_bytes // (8 * int(np.prod(shape[1:]))))
+            for first in range(0, shape[0], step):
+                if sender == root:
+                    yield sender, name, first, arrays[name][first : first + step]
+                elif rank == root:
+                    slab = np.empty((min(step, shape[0] - first), *shape[1:]))
+                    comm.Recv(slab, source=sender, tag=7)
+                    yield sender, name, first, slab
+                else:
+                    part = arrays[name][first : first + step]
+                    comm.Send(np.ascontiguousarray(part, dtype=np.float64), dest=root, tag=7)
 
 
 def gather_plane(comm, piece: np.ndarray, start, global_shape, axis: int, index: int, root=0):

@@ -88,16 +88,17 @@ class IncompressibleSolver(Solver):
     }  # fmt: skip
 
     # Measured peak RSS of 1-rank runs between 96^3 and 144^3 cells: about 105 bytes per
-    # cell held by the distributed fields, FFT buffers and RK3 stages, 40 more on rank 0
-    # for the whole fields it gathers (checkpoints, images); 300 MB for Python and libraries.
-    BYTES_PER_CELL, GATHERED_BYTES_PER_CELL, BASE_BYTES = 105, 40, 300 * 2**20
+    # cell held by the distributed fields, FFT buffers and RK3 stages; 300 MB for Python and
+    # libraries. Rank 0 gathers no whole field (outputs stream slabs of at most 8 MiB), so
+    # it needs only a constant more: matplotlib and the field writer's buffers.
+    BYTES_PER_CELL, BASE_BYTES, ROOT_EXTRA_BYTES = 105, 300 * 2**20, 100 * 2**20
 
     @classmethod
     def memory_per_rank(cls, config, ranks: int) -> tuple[int, int]:
         """Estimated bytes per rank and on rank 0 (see ``BYTES_PER_CELL``)."""
         cells = math.prod(config.grid.cells)
-        each = cls.BASE_BYTES + cls.BYTES_PER_CELL * cells // ranks
-        return each, each + cls.GATHERED_BYTES_PER_CELL * cells
+        each = cls.BASE_BYTES + cls.BYTES_PER_CELL * -(-cells // ranks)
+        return each, each + cls.ROOT_EXTRA_BYTES
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> IncompressibleSolver:
