@@ -433,6 +433,27 @@ def test_bench_npb_refuses_unknown_classes_and_kernels():
     assert kernel.returncode == 2 and "invalid choice" in kernel.stderr
 
 
+def test_bench_io_checks_every_writer_and_compares_with_dd(tmp_path):
+    scratch = tmp_path / "scratch"
+    result = tachyflow(
+        "bench", "io", "-n", "2", "--grid", "12", "10", "8", "--repeats", "2",
+        "--scratch", str(scratch), "-o", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "io_12x10x8_2x1.json").read_text())
+    names = {entry["name"]: entry for entry in document["results"]}
+    assert set(names) == {
+        "mpiio-checkpoint-write", "bp5-fields-write", "vtk-pieces-write", "gather-npz-write",
+        "mpiio-checkpoint-read", "whole-npz-read",
+    }  # fmt: skip
+    assert all(entry["verified"] and entry["bandwidth"] > 0 for entry in names.values())
+    assert [peer["name"] for peer in document["peers"]] == ["dd-write", "dd-read"]
+    assert document["params"]["bytes"] == 4 * 12 * 10 * 8 * 8
+    assert names["mpiio-checkpoint-write"]["speedup_vs_peer"] > 0
+    assert (tmp_path / "io_12x10x8_2x1.png").exists()
+    assert list(scratch.iterdir()) == []  # the scratch files are removed
+
+
 def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     import base64
     import re
@@ -444,7 +465,8 @@ def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
     assert len(images) >= 10  # every stage's plot is in the page
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
-    for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured", "scaling"):
+    for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured", "scaling",
+                 "io"):  # fmt: skip
         assert name in page, name
 
 
