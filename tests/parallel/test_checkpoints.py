@@ -193,30 +193,54 @@ def test_damaged_checkpoints_are_skipped_naming_them(tmp_path_factory, capfd):
         assert "restarting from step_00000002.ckpt" in err
 
 
-def test_kill_during_a_checkpoint_write_keeps_the_previous_one(tmp_path):
+def test_killed_then_restarted_with_the_same_command_gives_the_uninterrupted_files(tmp_path):
+    """Killed while writing its second checkpoint, then the same command with --restart
+    latest: the same statistics, checkpoints, fields and images as a run never killed."""
+    import adios2
+
     case = tmp_path / "case.toml"
-    case.write_text(CASE)
-    out = tmp_path / "run"
-    command = [sys.executable, "-m", "tachyflow", "run", str(case), "-n", "2", "-o", str(out)]
+    case.write_text(CASE.replace("checkpoint_every = 3", "checkpoint_every = 3\n"
+                                 "fields_every = 2\nimages_every = 3"))  # fmt: skip
     environment = {k: v for k, v in os.environ.items() if k != "TACHYFLOW_FAULT_CHECKPOINT_AFTER"}
-    kwargs = {"capture_output": True, "text": True, "timeout": 120}
-    subprocess.run([*command, "--steps", "3"], check=True, env=environment, **kwargs)
-    killed = subprocess.run(
-        [*command, "--restart", "latest"],
-        env={**environment, "TACHYFLOW_FAULT_CHECKPOINT_AFTER": "2"},
-        **kwargs,
-    )
-    assert killed.returncode != 0
-    folder = out / "checkpoints"
+
+    def run(folder, *extra, fault=None):
+        command = [sys.executable, "-m", "tachyflow", "run", str(case), "-n", "2", "-o"]
+        env = (
+            environment
+            if fault is None
+            else {**environment, "TACHYFLOW_FAULT_CHECKPOINT_AFTER": fault}
+        )
+        return subprocess.run([*command, str(folder), *extra], env=env, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+
+    assert run(tmp_path / "straight").returncode == 0
+    killed = tmp_path / "killed"
+    assert run(killed, fault="2@6").returncode != 0  # killed inside the step-6 checkpoint
+    folder = killed / "checkpoints"
     assert sorted(p.name for p in folder.iterdir()) == [
         ".step_00000006.ckpt.partial",
         "step_00000003.ckpt",
     ]
-    finished = subprocess.run([*command, "--restart", "latest"], env=environment, **kwargs)
+    finished = run(killed, "--restart", "latest")
     assert finished.returncode == 0, finished.stderr
+    straight = tmp_path / "straight"
+    for name in (
+        "stats.csv",
+        "checkpoints/step_00000003.ckpt",
+        "checkpoints/step_00000006.ckpt",
+        "images/u_step_00000003.png",
+        "images/u_step_00000006.png",
+        "fields.pvd",
+    ):
+        assert (killed / name).read_bytes() == (straight / name).read_bytes(), name
     assert sorted(p.name for p in folder.iterdir()) == ["step_00000003.ckpt", "step_00000006.ckpt"]
-    steps = [line.split(",")[0] for line in (out / "stats.csv").read_text().splitlines()[1:]]
-    assert steps == ["2", "3", "4", "6"]  # 3: the end of the first, shortened run
+    series = []
+    for run_folder in (straight, killed):
+        with adios2.FileReader(str(run_folder / "fields.bp")) as reader:
+            steps = reader.num_steps()
+            series.append([reader.read(n, step_selection=[0, steps]) for n in ("step", "u", "p")])
+    assert list(series[1][0]) == [2, 4, 6]
+    assert all(np.array_equal(a, b) for a, b in zip(*series, strict=True))
 
 
 def test_a_checkpoint_of_another_grid_is_refused(tmp_path):

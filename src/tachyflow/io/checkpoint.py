@@ -18,8 +18,9 @@ single-bit flip and any exchange of two different values.
 
 Writes are atomic: the file is written as ``.step_XXXXXXXX.ckpt.partial``, synced, and
 renamed once every rank is done; older checkpoints beyond ``keep`` are removed only then.
-The environment variable ``TACHYFLOW_FAULT_CHECKPOINT_AFTER=N`` (a fault-injection hook
-for tests) kills every rank with SIGKILL after it wrote N arrays of a checkpoint.
+The environment variable ``TACHYFLOW_FAULT_CHECKPOINT_AFTER=N`` or ``N@STEP`` (a
+fault-injection hook for tests) kills every rank with SIGKILL after it wrote N arrays of
+a checkpoint (of step STEP only, when given).
 """
 
 from __future__ import annotations
@@ -139,9 +140,12 @@ def _aligned(offset: int) -> int:
     return -(-offset // ALIGNMENT) * ALIGNMENT
 
 
-def _fault_after() -> int | None:
-    value = os.environ.get("TACHYFLOW_FAULT_CHECKPOINT_AFTER", "")
-    return int(value) if value.isdigit() else None
+def _fault_after(step: int) -> int | None:
+    """The test hook's array count for the checkpoint of ``step``, if it asks for one."""
+    arrays, _, at = os.environ.get("TACHYFLOW_FAULT_CHECKPOINT_AFTER", "").partition("@")
+    if not arrays.isdigit() or (at and at != str(step)):
+        return None
+    return int(arrays)
 
 
 def write_checkpoint(
@@ -209,7 +213,7 @@ def write_checkpoint(
     }
     encoded = json.dumps(trailer).encode()
     trailer_offset = ALIGNMENT + len(names) * _aligned(array_bytes)
-    fault = _fault_after()
+    fault = _fault_after(step)
     comm.Barrier()  # the folder exists
     handle = _open(comm, partial, MPI.MODE_WRONLY | MPI.MODE_CREATE)
     file_type = _file_type(layout)
