@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from tests.cli.test_cli import tachyflow
 
@@ -77,3 +78,15 @@ def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
     assert np.mean(np.any(here[body] != there[body], axis=-1)) < 1e-3
     timings = json.loads((run_dir / "timings.json").read_text())["visualisation"]
     assert timings["transfer"] > 0 and timings["step_bytes"] == 16**3 * 8
+
+
+def test_a_second_reader_of_the_same_index_into_the_same_folder_is_refused(tmp_path):
+    from tachyflow.insitu.transit_render import render_in_transit
+    from tachyflow.io.locks import FolderInUseError, RunFolderLock
+
+    pictures = tmp_path / "pictures"
+    first = RunFolderLock(pictures, ".tachyflow-transit-reader-0.lock", "transit-render reader 0")
+    with pytest.raises(FolderInUseError, match="in use by a live transit-render reader 0"):
+        render_in_transit(tmp_path / "run", 0, 1, timeout=1, output=pictures)
+    assert not (tmp_path / "run").exists()  # refused before attaching or writing anything
+    first.release()

@@ -24,6 +24,7 @@ from pathlib import Path
 from tachyflow import config as case_config
 from tachyflow.insitu.pipelines import Pipeline, padded
 from tachyflow.io.files import replacing
+from tachyflow.io.locks import RunFolderLock
 from tachyflow.numerics.grid import StaggeredGrid
 
 
@@ -94,6 +95,9 @@ def render_in_transit(
     def stop(signum, frame):
         raise _Stop
 
+    # One reader of each index per picture folder: two would draw into the same files.
+    lock = RunFolderLock(folder, f".tachyflow-transit-reader-{rank}.lock",
+                         f"transit-render reader {rank}")  # fmt: skip
     previous = signal.signal(signal.SIGTERM, stop)
     reader = None
     renderer = None
@@ -144,6 +148,7 @@ def render_in_transit(
             reader.close()
         if renderer is not None:
             renderer.close()
+        lock.release()
     summary["peak_memory"] = _peak_memory()
     with replacing(run_dir / f"transit-render-{rank}.json") as temporary:
         temporary.write_text(json.dumps(summary, indent=2) + "\n")

@@ -30,11 +30,20 @@ def hold_exclusive(path) -> object | None:
 
 
 class RunFolderLock:
-    """The lock that makes a folder hold at most one live run.
+    """The lock that makes a folder hold at most one live run (or one live ``user``).
 
     Taken before anything in the folder is written and held until :meth:`release` (or the
     process's end: the system drops it however the process ends, so a killed run never
     leaves a stale lock). The lock file records the holder's host and pid.
+
+    Parameters
+    ----------
+    folder : path
+        The folder (created).
+    name : str
+        The lock file's name: writers that may share the folder use different names.
+    user : str
+        What holds it, for the message.
 
     Raises
     ------
@@ -44,16 +53,16 @@ class RunFolderLock:
 
     NAME = ".tachyflow-run.lock"
 
-    def __init__(self, folder):
+    def __init__(self, folder, name: str = NAME, user: str = "run"):
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / self.NAME
+        path = folder / name
         self._file = hold_exclusive(path)
         if self._file is None:
             holder = path.read_text().strip() or "another process"
             raise FolderInUseError(
-                f"{folder} is in use by a live run ({holder}): wait for it to end, or give "
-                "another output folder"
+                f"{folder} is in use by a live {user} ({holder}): wait for it to end, or "
+                "give another output folder"
             )
         self._file.seek(0)
         self._file.truncate()
