@@ -284,3 +284,26 @@ def test_box_mesh_has_cubic_cells():
 def test_box_arguments_are_checked(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def five_tetrahedra_cubes(mirror_odd: bool):
+    """Two unit cubes along x, each split into 5 tetrahedra; unless ``mirror_odd``, both
+    the same way, so that the diagonals on their shared face cross."""
+    points = np.array([(i, j, k) for k in (0, 1) for j in (0, 1) for i in (0, 1, 2)], float)
+
+    def vertex(cube, i, j, k):
+        i = 1 - i if mirror_odd and cube % 2 else i
+        return (cube + i) + 3 * j + 6 * k
+
+    split = [(0, 1, 3, 5), (0, 3, 2, 6), (0, 5, 4, 6), (3, 5, 6, 7), (0, 3, 5, 6)]
+    corner = [(v & 1, (v >> 1) & 1, (v >> 2) & 1) for v in range(8)]
+    tets = [[vertex(cube, *corner[v]) for v in tet] for cube in (0, 1) for tet in split]
+    return points, [("tetra", np.array(tets))]
+
+
+def test_a_non_conforming_mesh_is_refused_saying_how_many_faces_and_where():
+    conforming = build_mesh(*five_tetrahedra_cubes(mirror_odd=True))
+    assert conforming.n_cells == 10 and conforming.face_cells.shape[0] == 2 * 4 + 2
+    with pytest.raises(ValueError, match=r"4 faces inside the domain match no neighbouring "
+                       r"face \(first at \[1\.0, "):  # fmt: skip
+        build_mesh(*five_tetrahedra_cubes(mirror_odd=False))

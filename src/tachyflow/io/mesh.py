@@ -218,6 +218,35 @@ def _check_blocks(points, cell_blocks) -> tuple[np.ndarray, list[tuple[str, np.n
     return points, blocks
 
 
+def _refuse_unmatched_inner_faces(areas, centres, cells) -> None:
+    """Refuse boundary faces that lie inside the domain: a face with no neighbour that
+    has, on the same plane and within its own size, another neighbourless face looking the
+    other way (cells on both sides whose faces do not match: a non-conforming mesh, e.g.
+    tetrahedra whose diagonals cross on a shared face, or duplicated nodes)."""
+    from scipy.spatial import cKDTree
+
+    if len(areas) < 2:
+        return
+    sizes = np.linalg.norm(areas, axis=1)
+    normals = areas / sizes[:, None]
+    reach = np.sqrt(sizes)
+    # The faces overlapping one from the other side are among its nearest few.
+    distances, nearest = cKDTree(centres).query(centres, k=min(9, len(areas)))
+    nearest = np.where(np.isfinite(distances), nearest, 0)
+    facing = np.einsum("fkc,fc->fk", normals[nearest], normals) < -0.999
+    offsets = np.abs(np.einsum("fkc,fc->fk", centres[nearest] - centres[:, None], normals))
+    close = distances <= reach[:, None]
+    inner = (facing & close & (offsets <= 1e-6 * reach[:, None])).any(axis=1)
+    if inner.any():
+        where = centres[np.argmax(inner)]
+        raise ValueError(
+            f"{int(inner.sum())} faces inside the domain match no neighbouring face (first "
+            f"at {np.round(where, 6).tolist()}, of cell {int(cells[np.argmax(inner)])}): "
+            "expected a conforming mesh, where cells sharing a face share all its vertices "
+            "(non-conforming cells, crossing diagonals or duplicated nodes?)"
+        )
+
+
 def build_mesh(points, cell_blocks) -> UnstructuredMesh:
     """A mesh with its geometry computed: volumes, centroids, internal and boundary faces.
 
@@ -241,8 +270,9 @@ def build_mesh(points, cell_blocks) -> UnstructuredMesh:
         If a block is not a pair or its connectivity is not integer.
     ValueError
         If the shapes or point ids are wrong, there are no cells, a cell has no volume, a
-        face has no area, a face is shared by more than two cells (non-manifold) or two
-        cells sharing a face lie on the same side of it (a tangled mesh).
+        face has no area, a face is shared by more than two cells (non-manifold), faces
+        inside the domain match no neighbour (non-conforming) or two cells sharing a face
+        lie on the same side of it (a tangled mesh).
     """
     points, blocks = _check_blocks(points, cell_blocks)
     n_points = len(points)
@@ -320,6 +350,7 @@ def build_mesh(points, cell_blocks) -> UnstructuredMesh:
                 f"a {kind_of_face} face of cell {owner_cells[np.argmin(face_area)]} has zero "
                 "area: expected faces of positive area (collapsed vertices?)"
             )
+    _refuse_unmatched_inner_faces(areas[boundary], face_centres[boundary], cells[boundary])
     tangled = np.einsum("fk,fk->f", areas[first], areas[second]) >= 0.0
     if tangled.any():
         pair = face_cells[np.argmax(tangled)]
