@@ -8,6 +8,9 @@ import time
 
 import pytest
 
+# One trial in `make test`; ten more, for the races a single trial misses, in test-slow.
+TRIALS = [0, *(pytest.param(n, marks=pytest.mark.slow) for n in range(1, 11))]
+
 
 def launch(folder):
     environment = dict(os.environ)
@@ -35,9 +38,10 @@ def wait_until(condition, seconds):
     return False
 
 
+@pytest.mark.parametrize("trial", TRIALS)
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGKILL])
-def test_killing_the_launcher_ends_the_whole_job(tmp_path, number):
-    folder = tmp_path / f"run-{number.name}"
+def test_killing_the_launcher_ends_the_whole_job(tmp_path, number, trial):
+    folder = tmp_path / f"run-{number.name}-{trial}"
     launcher = launch(folder)
     try:
         assert wait_until(lambda: (folder / "log.txt").exists(), 60), "the run never started"
@@ -50,8 +54,9 @@ def test_killing_the_launcher_ends_the_whole_job(tmp_path, number):
         launcher.wait(timeout=10)
 
 
+@pytest.mark.parametrize("trial", TRIALS)
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, number):
+def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, number, trial):
     """SIGTERM (a batch system's warning) writes a checkpoint first; SIGINT just stops."""
     folder = tmp_path / "run"
     environment = dict(os.environ)
