@@ -76,5 +76,5 @@ class SolvePressure(Command):
             "time split: "
             + ", ".join(f"{k} {v / summary.seconds:.0%}" for k, v in summary.timings.items())
         )
-        console.print(f"wrote {args.output}/solution.vtu and {args.output}/summary.json")
+        console.print(f"wrote {args.output}/solution.pvtu and {args.output}/summary.json")
         return 0

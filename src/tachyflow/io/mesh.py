@@ -182,6 +182,33 @@ class UnstructuredMesh:
             cell_data=split,
         )
 
+    def piece(self, cells: np.ndarray, cell_data: dict[str, np.ndarray] | None = None):
+        """The cells ``cells`` (global ids, any order; in increasing order in the result)
+        as a :class:`meshio.Mesh` of their own points, with ``cell_data`` given in the
+        order of ``cells``: one rank's part of the mesh, for output each rank writes."""
+        cells = np.asarray(cells, dtype=np.int64)
+        order = np.argsort(cells, kind="stable")
+        chosen = cells[order]
+        offsets = np.cumsum([0] + [len(connectivity) for _, connectivity in self.cell_blocks])
+        blocks, data = [], {name: [] for name in cell_data or {}}
+        for (kind, connectivity), first, stop in zip(
+            self.cell_blocks, offsets[:-1], offsets[1:], strict=True
+        ):
+            low, high = np.searchsorted(chosen, [first, stop])
+            if high == low:
+                continue
+            blocks.append((kind, np.asarray(connectivity)[chosen[low:high] - first]))
+            for name, values in (cell_data or {}).items():
+                data[name].append(np.asarray(values)[order[low:high]])
+        used, compact = np.unique(np.concatenate([c.ravel() for _, c in blocks]),
+                                  return_inverse=True)  # fmt: skip
+        sizes = np.cumsum([0] + [c.size for _, c in blocks])
+        renumbered = [
+            (kind, compact[a:b].reshape(c.shape))
+            for (kind, c), a, b in zip(blocks, sizes[:-1], sizes[1:], strict=True)
+        ]
+        return meshio.Mesh(self.points[used], renumbered, cell_data=data)
+
 
 def _check_blocks(points, cell_blocks) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
     points = np.array(points, dtype=np.float64)

@@ -168,3 +168,19 @@ def _read_collection(path: Path) -> list[tuple[float, str]]:
 
     root = ElementTree.parse(path).getroot()
     return [(float(entry.get("timestep")), entry.get("file")) for entry in root.iter("DataSet")]
+
+
+def read_cell_data(path) -> dict[str, np.ndarray]:
+    """The cell arrays of a VTK XML file, serial or parallel (``.vtu``, ``.pvtu``, ``.vtr``,
+    ``.pvtr``, ...), as numpy arrays in the file's cell order."""
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLGenericDataObjectReader
+
+    reader = vtkXMLGenericDataObjectReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    cells = reader.GetOutput().GetCellData()
+    return {
+        cells.GetArrayName(index): vtk_to_numpy(cells.GetArray(index))
+        for index in range(cells.GetNumberOfArrays())
+    }
