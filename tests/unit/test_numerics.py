@@ -36,6 +36,30 @@ def test_batched_thomas_matches_dense_solves(periodic, dtype):
     assert np.abs(result - expected).max() < 1e-12
 
 
+def test_a_weighted_second_shift_matches_dense_solves():
+    rng = np.random.default_rng(5)
+    n0, n, n2 = 2, 6, 3
+    lower, upper = rng.uniform(0.2, 1.0, n), rng.uniform(0.2, 1.0, n)
+    diagonal = -(lower + upper) - rng.uniform(0.1, 1.0, n)
+    shift, scaled = -rng.uniform(0.0, 2.0, (n0, n2)), -rng.uniform(0.0, 2.0, (n0, n2))
+    weights = 1.0 / rng.uniform(0.1, 1.0, n) ** 2  # 1 / r^2, as in a cylindrical Poisson
+    rhs = rng.standard_normal((n0, n, n2)) + 1j * rng.standard_normal((n0, n, n2))
+    expected = np.empty_like(rhs)
+    for i in range(n0):
+        for k in range(n2):
+            matrix = dense(lower, diagonal + scaled[i, k] * weights, upper, shift[i, k], False)
+            expected[i, :, k] = solve(matrix, rhs[i, :, k])
+    result = solve_tridiagonal_lines(
+        lower, diagonal, upper, rhs.copy(), shift, scaled=scaled, weights=weights
+    )
+    assert np.abs(result - expected).max() < 1e-12
+    with pytest.raises(ValueError, match="give both or neither"):
+        solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy(), shift, scaled=scaled)
+    with pytest.raises(ValueError, match="open systems only"):
+        solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy(), shift, periodic=True,
+                                scaled=scaled, weights=weights)  # fmt: skip
+
+
 @pytest.mark.parametrize("periodic", [False, True])
 def test_pinned_line_solves_the_singular_neumann_system(periodic):
     n = 6

@@ -94,6 +94,14 @@ class StaggeredGrid:
             distances[0], distances[-1] = 0.5 * widths[0], 0.5 * widths[-1]
         return distances
 
+    # The z second difference enters every row alike (a cylindrical grid weights it by 1/r²).
+    azimuthal_weights_y = None
+
+    @property
+    def volume_weights_y(self) -> np.ndarray:
+        """Each y cell's share of the domain (its width over Ly)."""
+        return self.widths_y / self.lengths[1]
+
     def pressure_bands_y(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Bands of the y part of the cell-centred Laplacian (finite volumes).
 

@@ -19,7 +19,9 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def _solve_open(lower, diagonal, upper, shift, pinned, rhs, factor):  # pragma: no cover
+def _solve_open(
+    lower, diagonal, upper, shift, scaled, weights, pinned, rhs, factor
+):  # pragma: no cover
     n0, n, n2 = rhs.shape
     for i in range(n0):
         for k in range(n2):
@@ -27,12 +29,17 @@ def _solve_open(lower, diagonal, upper, shift, pinned, rhs, factor):  # pragma: 
                 factor[0, k] = 0.0
                 rhs[i, 0, k] = 0.0
             else:
-                pivot = diagonal[0] + shift[i, k]
+                pivot = diagonal[0] + shift[i, k] + scaled[i, k] * weights[0]
                 factor[0, k] = upper[0] / pivot
                 rhs[i, 0, k] = rhs[i, 0, k] / pivot
         for j in range(1, n):
             for k in range(n2):
-                pivot = diagonal[j] + shift[i, k] - lower[j] * factor[j - 1, k]
+                pivot = (
+                    diagonal[j]
+                    + shift[i, k]
+                    + scaled[i, k] * weights[j]
+                    - lower[j] * factor[j - 1, k]
+                )
                 factor[j, k] = upper[j] / pivot
                 rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) / pivot
         for j in range(n - 2, -1, -1):
@@ -86,11 +93,14 @@ def _solve_cyclic(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pra
                     rhs[i, j, k] -= scale * z[j, k]
 
 
-def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None, periodic=False):
+def solve_tridiagonal_lines(
+    lower, diagonal, upper, rhs, shift=None, pinned=None, periodic=False, scaled=None,
+    weights=None,
+):  # fmt: skip
     """Solve ``n0 * n2`` tridiagonal systems along axis 1 of ``rhs``, in place.
 
-    Row ``j`` of the system of line ``(i, k)`` reads
-    ``lower[j] x[j-1] + (diagonal[j] + shift[i, k]) x[j] + upper[j] x[j+1] = rhs[i, j, k]``.
+    Row ``j`` of the system of line ``(i, k)`` reads ``lower[j] x[j-1] + (diagonal[j] +
+    shift[i, k] + scaled[i, k] weights[j]) x[j] + upper[j] x[j+1] = rhs[i, j, k]``.
 
     Parameters
     ----------
@@ -106,6 +116,12 @@ def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None
         Lines whose first unknown is set to 0 (for singular zero modes).
     periodic : bool
         Cyclic systems, solved with Sherman–Morrison (needs ``n >= 3``).
+    scaled : array of shape (n0, n2), optional
+        A second per-line shift, multiplied by ``weights[j]`` in row ``j`` (the azimuthal
+        eigenvalue over r² of a Poisson equation in cylindrical coordinates); open systems
+        only.
+    weights : array of shape (n,), optional
+        Row weights of ``scaled``.
     """
     rhs = np.asarray(rhs)
     if rhs.ndim != 3 or rhs.dtype not in (np.float64, np.complex128):
@@ -127,6 +143,18 @@ def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None
         raise ValueError(
             f"shift {shift.shape} and pinned {pinned.shape} must have shape ({n0}, {n2})"
         )
+    if (scaled is None) != (weights is None):
+        raise ValueError("scaled and weights go together: give both or neither")
+    if scaled is not None:
+        if periodic:
+            raise ValueError("a weighted shift is supported for open systems only")
+        scaled = np.ascontiguousarray(scaled, np.float64)
+        weights = np.ascontiguousarray(weights, np.float64)
+        if scaled.shape != (n0, n2) or weights.shape != (n,):
+            raise ValueError(
+                f"scaled {scaled.shape} and weights {weights.shape} must have shapes "
+                f"({n0}, {n2}) and ({n},)"
+            )
     if rhs.size == 0:
         return rhs
     factor = np.empty((n, n2))
@@ -134,8 +162,10 @@ def solve_tridiagonal_lines(lower, diagonal, upper, rhs, shift=None, pinned=None
         if n < 3:
             raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
         _solve_cyclic(*bands, shift, pinned, rhs, factor, np.empty((n, n2)))
+    elif scaled is None:  # adding 0.0 changes no value: the plain systems, bit for bit
+        _solve_open(*bands, shift, np.zeros((n0, n2)), np.zeros(n), pinned, rhs, factor)
     else:
-        _solve_open(*bands, shift, pinned, rhs, factor)
+        _solve_open(*bands, shift, scaled, weights, pinned, rhs, factor)
     return rhs
 
 

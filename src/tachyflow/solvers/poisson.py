@@ -60,8 +60,9 @@ class PoissonSolver:
     ----------
     decomposition : PencilDecomposition
         Its global shape must equal the grid's.
-    grid : StaggeredGrid
-        Geometry and y boundary (periodic or walls).
+    grid : StaggeredGrid or CylindricalGrid
+        Geometry and y boundary (periodic or walls); on a cylindrical grid (x, r, θ) the
+        operator is the cylindrical Laplacian, with no flux through the axis.
     transposer : Transposer, optional
         A float64 transposer of ``decomposition`` to share; one is made if not given.
     planning : {"estimate", "measure", "patient"}
@@ -110,14 +111,21 @@ class PoissonSolver:
         (x0, _, z0), (x1, _, z1) = pencil.start, pencil.stop
         eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
         eigen_z = fft.laplacian_eigenvalues(nz, grid.spacing_z, fft.half_spectrum_length(nz))
-        self.shift = scale * np.add.outer(eigen_x[x0:x1], eigen_z[z0:z1])
+        # A cylindrical grid weights the θ eigenvalue by 1/r² row by row: a second shift.
+        self.azimuthal_weights = grid.azimuthal_weights_y
+        if self.azimuthal_weights is None:
+            self.shift = scale * np.add.outer(eigen_x[x0:x1], eigen_z[z0:z1])
+            self.scaled_shift = None
+        else:
+            self.shift = scale * np.add.outer(eigen_x[x0:x1], np.zeros(z1 - z0))
+            self.scaled_shift = scale * np.add.outer(np.zeros(x1 - x0), eigen_z[z0:z1])
         # The (kx, kz) = (0, 0) line is singular (constant nullspace): pin it.
         self.pinned = np.zeros(self.shift.shape, dtype=bool)
         self.zero_mode = None
         if x0 == 0 and z0 == 0 and x1 > 0 and z1 > 0:
             self.pinned[0, 0] = True
             self.zero_mode = (0, slice(None), 0)
-        self.volume_weights = grid.widths_y / grid.lengths[1]
+        self.volume_weights = grid.volume_weights_y
 
     def _plan(self, planning: str) -> None:
         """Allocate the work arrays once and plan the four FFTs on them."""
@@ -174,6 +182,8 @@ class PoissonSolver:
                 self.shift,
                 self.pinned,
                 periodic=self.grid.periodic_y,
+                scaled=self.scaled_shift,
+                weights=self.azimuthal_weights,
             )
             if self.zero_mode is not None:
                 line = self.y_spectrum[self.zero_mode]

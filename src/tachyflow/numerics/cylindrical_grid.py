@@ -1,0 +1,143 @@
+"""Staggered (MAC) grid in cylindrical coordinates (x, r, θ), for pipes, annuli and fans.
+
+Axes 0, 1, 2 of every array are x, r, θ, so the pencil machinery of the Cartesian solver
+applies with y read as r and z as θ. x is periodic and uniform; θ is periodic over the
+full circle or over a sector ``2π / sectors`` (one passage of an N-bladed fan); r runs
+from ``inner_radius`` (0: through the axis, a pipe; > 0: an annulus with a hub) to
+``radius``, uniform or clustered towards the walls.
+
+Unknowns follow Verzicco & Orlandi (1996): pressure at cell centres; ``u_x`` on x-faces,
+``q_r = r u_r`` on r-faces and ``u_θ`` on θ-faces, each stored at the index of the cell
+whose upper face it sits on. ``q_r`` is zero on the axis exactly (``r = 0``), so no value
+is ever needed there, and the radial flux through the axis vanishes in every
+finite-volume balance: that is how the axis singularity is handled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tachyflow.numerics.grid import tanh_faces
+
+
+def radial_faces(cells: int, inner: float, outer: float, stretching: float) -> np.ndarray:
+    """``cells + 1`` radial faces from ``inner`` to ``outer``, clustered towards the walls
+    (both walls of an annulus; only the outer one of a pipe, whose inner end is the axis)."""
+    if inner > 0 or stretching == 0:
+        return inner + tanh_faces(cells, outer - inner, stretching)
+    # Half of a two-sided tanh distribution: clustered at the wall, coarse at the axis.
+    return tanh_faces(2 * cells, 2 * outer, stretching)[cells:] - outer
+
+
+@dataclass(frozen=True)
+class CylindricalGrid:
+    """Geometry of a cylindrical grid (MPI-free; every rank holds all of it).
+
+    Parameters
+    ----------
+    shape : (int, int, int)
+        Cells along x, r, θ.
+    length : float
+        Length of the (periodic) domain in x.
+    radius : float
+        Outer radius (a wall).
+    inner_radius : float
+        0 for a domain through the axis, else the radius of the inner wall (hub).
+    sectors : int
+        The domain spans ``2π / sectors`` in θ, periodic.
+    stretching : float
+        tanh clustering of the radial faces towards the walls (0: uniform).
+    """
+
+    shape: tuple[int, int, int]
+    length: float
+    radius: float
+    inner_radius: float = 0.0
+    sectors: int = 1
+    stretching: float = 0.0
+    faces_y: np.ndarray = field(init=False, repr=False, compare=False)
+
+    periodic_y = False  # r is bounded by the axis or a wall and by a wall
+
+    def __post_init__(self):
+        if len(self.shape) != 3 or any(int(n) < 1 for n in self.shape):
+            raise ValueError(f"grid shape must be 3 positive integers, got {self.shape}")
+        if not self.length > 0:
+            raise ValueError(f"length must be positive, got {self.length!r}")
+        if not 0 <= self.inner_radius < self.radius:
+            raise ValueError(
+                f"radii must satisfy 0 <= inner_radius < radius, got inner_radius = "
+                f"{self.inner_radius!r}, radius = {self.radius!r}"
+            )
+        if not isinstance(self.sectors, int) or self.sectors < 1:
+            raise ValueError(f"sectors must be a positive integer, got {self.sectors!r}")
+        if not self.stretching >= 0:
+            raise ValueError(f"stretching must be >= 0, got {self.stretching!r}")
+        faces = radial_faces(self.shape[1], self.inner_radius, self.radius, self.stretching)
+        object.__setattr__(self, "faces_y", faces)
+
+    @property
+    def through_axis(self) -> bool:
+        """True when the domain contains the axis (a pipe), False for an annulus."""
+        return self.inner_radius == 0
+
+    @property
+    def lengths(self) -> tuple[float, float, float]:
+        """Extent along x, r and θ (radians)."""
+        return (self.length, self.radius - self.inner_radius, 2 * np.pi / self.sectors)
+
+    @property
+    def spacing_x(self) -> float:
+        """Uniform cell width in x."""
+        return self.length / self.shape[0]
+
+    @property
+    def spacing_z(self) -> float:
+        """Uniform cell width in θ (radians)."""
+        return 2 * np.pi / (self.sectors * self.shape[2])
+
+    @property
+    def widths_y(self) -> np.ndarray:
+        """Radial cell widths (``nr`` values)."""
+        return np.diff(self.faces_y)
+
+    @property
+    def centres_y(self) -> np.ndarray:
+        """Radii of the cell centres (``nr`` values)."""
+        return 0.5 * (self.faces_y[:-1] + self.faces_y[1:])
+
+    def centre_distances_y(self) -> np.ndarray:
+        """Distance between the centres on either side of each radial face (``nr + 1``);
+        at the two ends, from the face to the first or last centre."""
+        widths = self.widths_y
+        distances = np.empty(self.shape[1] + 1)
+        distances[1:-1] = 0.5 * (widths[:-1] + widths[1:])
+        distances[0], distances[-1] = 0.5 * widths[0], 0.5 * widths[-1]
+        return distances
+
+    def pressure_bands_y(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bands of the radial part of the cell-centred Laplacian (finite volumes).
+
+        Row ``j``: ``(r_f[j+1] F[j+1] - r_f[j] F[j]) / (r_c[j] Δr[j])`` with
+        ``F[f] = (p[f] - p[f-1]) / distance[f]``; no flux through the walls, and none
+        through the axis, where ``r_f = 0``.
+        """
+        widths, distances = self.widths_y, self.centre_distances_y()
+        faces, centres = self.faces_y, self.centres_y
+        lower = faces[:-1] / (centres * widths * distances[:-1])
+        upper = faces[1:] / (centres * widths * distances[1:])
+        lower[0] = upper[-1] = 0.0
+        return lower, -(lower + upper), upper
+
+    @property
+    def azimuthal_weights_y(self) -> np.ndarray:
+        """``1 / r_c²``: the factor of the θ second difference in row ``j``."""
+        return 1.0 / self.centres_y**2
+
+    @property
+    def volume_weights_y(self) -> np.ndarray:
+        """Each radial cell's share of the cross-section (``r_c Δr``, normalised)."""
+        areas = self.centres_y * self.widths_y
+        return areas / areas.sum()
