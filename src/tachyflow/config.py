@@ -17,7 +17,10 @@ from pathlib import Path
 
 from tachyflow.errors import ConfigError
 
-INITIAL_CONDITIONS = ("rest", "taylor-green", "poiseuille", "perturbed-channel")
+INITIAL_CONDITIONS = (
+    "rest", "taylor-green", "poiseuille", "perturbed-channel",  # incompressible
+    "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe",  # cylindrical
+)  # fmt: skip
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
 SURFACES = ("none", "sphere", "box", "cylinder", "mesh")
 EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
@@ -79,6 +82,22 @@ class OutputSection:
     images_every: int = 0
     fields_every: int = 0
     vtk_fields: bool = True  # also VTK XML files + fields.pvd beside fields.bp
+
+
+@dataclass(frozen=True)
+class CylinderSection:
+    """``[cylinder]``: the domain of ``solver = "cylindrical"`` (x, r, θ), in a frame
+    rotating at ``rotation`` (rad per unit time) about x; wall rotations are the walls'
+    angular velocities in the inertial frame (a duct at rest: 0)."""
+
+    length: float = 10.0
+    radius: float = 1.0
+    inner_radius: float = 0.0  # 0: through the axis (a pipe); > 0: an annulus
+    sectors: int = 1  # θ spans 2π / sectors, periodic
+    stretching: float = 0.0  # tanh clustering of r towards the walls
+    rotation: float = 0.0
+    inner_wall_rotation: float = 0.0
+    outer_wall_rotation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -262,6 +281,7 @@ class Config:
     time: TimeSection = field(default_factory=TimeSection)
     output: OutputSection = field(default_factory=OutputSection)
     parallel: ParallelSection = field(default_factory=ParallelSection)
+    cylinder: CylinderSection = field(default_factory=CylinderSection)
     mesh: MeshSection = field(default_factory=MeshSection)
     pressure: PressureSection = field(default_factory=PressureSection)
     acoustics: AcousticsSection = field(default_factory=AcousticsSection)
@@ -437,6 +457,16 @@ def _validate(config: Config, source: str) -> None:
         output.checkpoints_kept >= 1, "output.checkpoints_kept", ">= 1", output.checkpoints_kept
     )
     _validate_acoustics(config.acoustics, config.time, require)
+    cylinder = config.cylinder
+    require(cylinder.length > 0, "cylinder.length", "> 0", cylinder.length)
+    require(
+        0 <= cylinder.inner_radius < cylinder.radius,
+        "cylinder.inner_radius",
+        f"in [0, radius = {cylinder.radius})",
+        cylinder.inner_radius,
+    )
+    require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
+    require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
     _validate_insitu(config.insitu, require)
     require(
         all(p >= 0 for p in config.parallel.proc_grid),

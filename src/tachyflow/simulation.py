@@ -144,7 +144,8 @@ class Simulation:
         if console is not None and path != candidates[0]:
             console.print(f"restarting from {path.name}, the newest checkpoint that reads whole")
         scalars = {"step": checkpoint.step, "time": checkpoint.time, **checkpoint.scalars}
-        self.solver.restore_state({name: pieces[name] for name in self.solver.fields}, scalars)
+        own = {name: piece for name, piece in pieces.items() if not name.startswith("observer/")}
+        self.solver.restore_state(own, scalars)
         for key, value in [*pieces.items(), *checkpoint.replicated.items()]:
             if key.startswith("observer/"):
                 _, name, item = key.split("/", 2)

@@ -23,16 +23,17 @@ def plot_slices(
     y = grid.centres_y
     figure, axes = plt.subplots(2, 1, figsize=(8, 6.5))
     image = axes[0].pcolormesh(x, y, xy_plane.T, shading="auto", cmap="RdBu_r")
-    axes[0].set_title(f"u on the x-y plane z = {z[nz // 2]:.3g}")
-    axes[0].set_xlabel("x")
-    axes[0].set_ylabel("y")
+    ax, ay, az = grid.axis_names
+    axes[0].set_title(f"u on the {ax}-{ay} plane {az} = {z[nz // 2]:.3g}")
+    axes[0].set_xlabel(ax)
+    axes[0].set_ylabel(ay)
     axes[0].set_aspect("equal")
     figure.colorbar(image, ax=axes[0], shrink=0.8)
     j = ny // 4
     image = axes[1].pcolormesh(x, z, xz_plane.T, shading="auto", cmap="RdBu_r")
-    axes[1].set_title(f"u on the x-z plane y = {y[j]:.3g}")
-    axes[1].set_xlabel("x")
-    axes[1].set_ylabel("z")
+    axes[1].set_title(f"u on the {ax}-{az} plane {ay} = {y[j]:.3g}")
+    axes[1].set_xlabel(ax)
+    axes[1].set_ylabel(az)
     axes[1].set_aspect("equal")
     axes[1].set_xlim(0, lx)
     axes[1].set_ylim(0, lz)
@@ -42,12 +43,14 @@ def plot_slices(
 
 
 def plot_history(history: list[dict], path) -> Path:
-    """Kinetic energy, dissipation, CFL and divergence against time."""
+    """Kinetic energy, dissipation (or, for solvers that record none, the wall shear), CFL
+    and divergence against time."""
     plt = pyplot()
     times = [h["time"] for h in history]
+    second = "dissipation" if "dissipation" in history[0] else "wall_shear"
     panels = [
         ("kinetic_energy", "kinetic energy", False),
-        ("dissipation", "dissipation", False),
+        (second, second.replace("_", " "), False),
         ("cfl", "CFL number", False),
         ("max_divergence", "max |div u|", True),
     ]

@@ -60,6 +60,7 @@ class CylindricalGrid:
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
 
     periodic_y = False  # r is bounded by the axis or a wall and by a wall
+    axis_names = ("x", "r", "θ")
 
     def __post_init__(self):
         if len(self.shape) != 3 or any(int(n) < 1 for n in self.shape):

@@ -96,6 +96,7 @@ class StaggeredGrid:
 
     # The z second difference enters every row alike (a cylindrical grid weights it by 1/r²).
     azimuthal_weights_y = None
+    axis_names = ("x", "y", "z")
 
     @property
     def volume_weights_y(self) -> np.ndarray:

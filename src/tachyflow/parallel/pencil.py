@@ -236,6 +236,21 @@ class PencilDecomposition(Reductions):
         }
         return [self.pencil(orientation, *cart_ranks[rank]) for rank in range(self.size)]
 
+    def sum_across(self, orientation: str, axis: int, values: np.ndarray) -> np.ndarray:
+        """``values`` summed over the ranks among which ``axis`` is split in the
+        ``orientation`` pencils (collective over them): partial sums along ``axis``
+        become whole ones."""
+        from mpi4py import MPI
+
+        row_axis, col_axis = SPLIT_AXES[check_orientation(orientation)]
+        if axis not in (row_axis, col_axis):
+            return values.copy()
+        # The row sub-communicator varies the column coordinate, and the other way round.
+        comm = self.row_comm if axis == col_axis else self.col_comm
+        total = np.empty_like(values)
+        comm.Allreduce(np.ascontiguousarray(values), total, op=MPI.SUM)
+        return total
+
     def zeros(self, orientation: str, dtype=np.float64) -> np.ndarray:
         """A zero-filled local array of this rank's piece in ``orientation``."""
         return np.zeros(self.local_shape(orientation), dtype=dtype)

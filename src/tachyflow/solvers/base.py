@@ -23,6 +23,7 @@ from tachyflow.registry import Registry
 BUILTIN = {
     "incompressible": "tachyflow.solvers.incompressible",
     "pressure": "tachyflow.solvers.pressure_case",
+    "cylindrical": "tachyflow.solvers.cylindrical",
 }
 
 

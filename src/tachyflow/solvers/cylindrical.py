@@ -1,0 +1,559 @@
+"""Incompressible Navier–Stokes in a rotating cylindrical frame (x, r, θ), on the pencils of
+the Cartesian solver: the flow solver of the axial fan of Kwon, Park & Choi.
+
+The fields live on a :class:`~tachyflow.numerics.cylindrical_grid.CylindricalGrid` as
+ghosted y-pencils (r whole on every rank), with the unknowns of Verzicco & Orlandi (1996):
+``u`` (axial), ``q = r u_r`` and ``w`` (azimuthal), stencils in
+:mod:`~tachyflow.numerics.cylindrical_stencils`. A time step is three substeps of the
+low-storage RK3 of the Cartesian solver, each:
+
+1. explicit terms: advection, Coriolis, the axial viscous terms and the viscous couplings
+   of ``u_r`` and ``u_θ`` (``∓ (2/r²) ∂/∂θ``), forcing;
+2. Crank–Nicolson for the radial and azimuthal viscous terms, factorised (Akselvoll &
+   Moin): a tridiagonal solve along r on the y-pencils, then a cyclic one along θ on the
+   z-pencils (the θ direction is implicit everywhere, not only in a core region, since
+   ``r Δθ`` vanishes at the axis);
+3. projection with the FFT (x, θ) / TDMA (r) :class:`PoissonSolver`, which inverts the
+   discrete divergence of the discrete gradient, so the velocity is divergence-free to
+   round-off;
+4. constant flow rate: a uniform axial force restores the bulk velocity.
+
+Walls: no-slip at the outer radius and at the hub of an annulus, each turning at its own
+angular velocity in the inertial frame (``-Ω r`` relative to a frame turning at ``Ω``).
+The axis needs only ``ω_x`` there, from the circulation of the first ring of cells.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from tachyflow.errors import ConfigError
+from tachyflow.io.checkpoint import PieceLayout
+from tachyflow.numerics import cylindrical_stencils as stencils
+from tachyflow.numerics.cylindrical_grid import CylindricalGrid
+from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
+from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
+from tachyflow.solvers.base import Solver, register
+from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
+from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
+
+INITIAL_CONDITIONS = ("rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe")
+
+
+@register("cylindrical")
+class CylindricalSolver(Solver):
+    """Incompressible flow in a pipe or annulus, in a frame rotating about its axis.
+
+    Parameters
+    ----------
+    decomposition : PencilDecomposition
+        Over the grid's (x, r, θ) shape, periodic in x and θ.
+    grid : CylindricalGrid
+        Geometry.
+    viscosity : float
+        Kinematic viscosity ν > 0.
+    rotation : float
+        Angular velocity Ω of the frame about x.
+    wall_rotation : (float, float)
+        Angular velocities of the inner (hub; ignored through the axis) and outer walls in
+        the inertial frame.
+    forcing : Forcing, optional
+        Axial mean-flow forcing.
+
+    Notes
+    -----
+    Construction, :meth:`step`, :meth:`statistics`, :meth:`stable_time_step`,
+    :meth:`set_velocity`, :meth:`restore_state` and :meth:`free` are collective.
+    ``cell_field("v")`` is the radial velocity ``u_r``, ``"w"`` the azimuthal one.
+    """
+
+    fields = ("u", "v", "w", "p")
+    statistics_columns = (
+        "step", "time", "dt", "cfl", "kinetic_energy", "bulk_velocity", "wall_shear",
+        "inner_torque", "outer_torque", "pressure_gradient", "max_divergence",
+    )  # fmt: skip
+    BYTES_PER_CELL, BASE_BYTES = 140, 300 * 2**20  # as the Cartesian solver, with θ-pencils
+
+    @classmethod
+    def memory_per_rank(cls, config, ranks: int) -> tuple[int, int]:
+        """Estimated bytes per rank and on rank 0."""
+        each = cls.BASE_BYTES + cls.BYTES_PER_CELL * -(-math.prod(config.grid.cells) // ranks)
+        return each, each + 100 * 2**20
+
+    @classmethod
+    def from_case(cls, config, comm, planning: str = "measure") -> CylindricalSolver:
+        """The solver of ``[grid] cells``, ``[cylinder]`` and ``[flow]`` (collective)."""
+        cylinder, flow = config.cylinder, config.flow
+        if flow.initial not in INITIAL_CONDITIONS:
+            raise ConfigError(
+                f"{config.source}: flow.initial = {flow.initial!r} is not an initial "
+                f"condition of solver 'cylindrical': expected one of {INITIAL_CONDITIONS}"
+            )
+        grid = CylindricalGrid(
+            config.grid.cells,
+            cylinder.length,
+            cylinder.radius,
+            cylinder.inner_radius,
+            cylinder.sectors,
+            cylinder.stretching,
+        )
+        proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
+        decomposition = PencilDecomposition(
+            config.grid.cells, proc_grid, comm, periodic=(True, False, True)
+        )
+        solver = cls(
+            decomposition,
+            grid,
+            flow.viscosity,
+            cylinder.rotation,
+            (cylinder.inner_wall_rotation, cylinder.outer_wall_rotation),
+            Forcing(flow.forcing, flow.forcing_value),
+            planning=planning,
+        )
+        _set_initial_condition(config, solver)
+        return solver
+
+    def __init__(
+        self,
+        decomposition: PencilDecomposition,
+        grid: CylindricalGrid,
+        viscosity: float,
+        rotation: float = 0.0,
+        wall_rotation: tuple[float, float] = (0.0, 0.0),
+        forcing: Forcing | None = None,
+        planning: str = "measure",
+    ):
+        if not viscosity > 0:
+            raise ValueError(f"viscosity must be positive, got {viscosity!r}")
+        if grid.shape[2] == 2:
+            raise ValueError("a cylindrical grid needs 1 (axisymmetric) or >= 3 cells in θ")
+        if tuple(decomposition.global_shape) != tuple(grid.shape):
+            raise ValueError(
+                f"decomposition shape {decomposition.global_shape} differs from grid shape "
+                f"{grid.shape}"
+            )
+        self.decomposition = decomposition
+        self.grid = grid
+        self.viscosity = float(viscosity)
+        self.rotation = float(rotation)
+        inner, outer = (float(value) for value in wall_rotation)
+        # Wall speeds in the rotating frame: u_θ = (ω_wall - Ω) r.
+        self.wall_speed = ((inner - self.rotation) * grid.inner_radius,
+                           (outer - self.rotation) * grid.radius)  # fmt: skip
+        self.forcing = forcing or Forcing()
+        self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
+        self.transposer = Transposer(decomposition, np.float64)
+        self.poisson = PoissonSolver(decomposition, grid, self.transposer, planning=planning)
+        self.timer = PhaseTimer()
+        self.metrics = stencils.RadialMetrics.from_grid(grid)
+        self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
+        self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self.time = 0.0
+        self.steps = 0
+        self._previous = None
+        self.pressure_gradient = (
+            self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
+        )
+        self._bands = stencils.radial_bands(grid)
+        self._implicit_cache: dict[tuple, tuple] = {}
+        # Radii of the θ-lines of each field on this rank's z-pencil (for the θ solves).
+        z_pencil = decomposition.pencils["z"]
+        rows = slice(z_pencil.start[1], z_pencil.stop[1])
+        self._theta_radii = (grid.centres_y[rows], grid.faces_y[1:][rows], grid.centres_y[rows])
+        self.theta_whole = decomposition.p_col == 1
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def coordinates(self, component: str):
+        """Broadcastable (x, r, θ) of the owned points of ``"u"``, ``"v"``, ``"w"`` or ``"p"``."""
+        pencil = self.decomposition.pencils["y"]
+        x = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * self.dx
+        theta = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * self.dt_theta
+        r = self.grid.centres_y
+        if component == "u":
+            x = x + 0.5 * self.dx
+        elif component == "v":
+            r = self.grid.faces_y[1:]
+        elif component == "w":
+            theta = theta + 0.5 * self.dt_theta
+        elif component != "p":
+            raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
+        return x[:, None, None], r[None, :, None], theta[None, None, :]
+
+    def set_velocity(self, u, v, w) -> None:
+        """Set the owned axial, radial and azimuthal velocity (arrays or callables of the
+        coordinates x, r, θ), then project it to be divergence-free (collective)."""
+        for name, target, value in (("u", self.u, u), ("v", self.q, v), ("w", self.w, w)):
+            coordinates = self.coordinates(name)
+            values = value(*coordinates) if callable(value) else value
+            values = np.broadcast_to(values, self.decomposition.local_shape("y"))
+            self.halo.interior(target)[...] = values * (coordinates[1] if name == "v" else 1)
+        self._previous = None
+        self._project(1.0, restore_flow_rate=False)
+
+    # -- boundaries --------------------------------------------------------------------------
+
+    def _apply_boundaries(self) -> None:
+        """Halo exchange in x and θ, then the wall and axis values in r."""
+        for field in (self.u, self.q, self.w):
+            self.halo.exchange(field)
+        inner, outer = self.wall_speed
+        u, q, w = self.u, self.q, self.w
+        u[:, -1, :] = -u[:, -2, :]  # no axial slip at the outer wall
+        w[:, -1, :] = 2.0 * outer - w[:, -2, :]
+        q[:, 0, :] = 0.0  # no flux through the axis or the hub
+        q[:, -2:, :] = 0.0  # the outer wall face and the ghost beyond it
+        if self.grid.through_axis:  # values across the axis are never weighted: keep finite
+            u[:, 0, :] = u[:, 1, :]
+            w[:, 0, :] = w[:, 1, :]
+        else:
+            u[:, 0, :] = -u[:, 1, :]
+            w[:, 0, :] = 2.0 * inner - w[:, 1, :]
+
+    def _axis_vorticity(self):
+        """``ω_x`` on the axis per x, as ``(nx, 1, 1)`` (None for an annulus) (collective)."""
+        if not self.grid.through_axis:
+            return None
+        ring = self.halo.interior(self.w)[:, 0, :].sum(axis=1)
+        total = self.decomposition.sum_across("y", 2, ring)
+        mean = total / self.grid.shape[2]
+        return stencils.axis_vorticity(mean, self.metrics)[:, None, None]
+
+    # -- time stepping -----------------------------------------------------------------------
+
+    def _explicit_and_implicit_terms(self):
+        """(explicit terms of RK3, viscous terms treated by Crank–Nicolson) of u, q, w."""
+        with self.timer("advection"):
+            explicit = list(
+                stencils.advection(
+                    self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation
+                )
+            )
+        with self.timer("diffusion"):
+            coupled, implicit = stencils.viscous(
+                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
+                self._axis_vorticity(),
+            )  # fmt: skip
+        for terms, extra in zip(explicit, coupled, strict=True):
+            terms += self.viscosity * extra
+        if self.forcing.kind == "pressure-gradient":
+            explicit[0] += self.forcing.value
+        return explicit, [self.viscosity * term for term in implicit]
+
+    def _radial_operators(self, alpha_dt: float):
+        """``I - α Δt ν/2 L_r`` of u, q and w, factorised (cached per α Δt)."""
+        operators = self._implicit_cache.get(alpha_dt)
+        if operators is None:
+            if len(self._implicit_cache) > 12:  # Δt changes every step when adaptive
+                self._implicit_cache.clear()
+            factor = -0.5 * alpha_dt * self.viscosity
+            operators = []
+            for index, (lower, diagonal, upper) in enumerate(self._bands):
+                implicit_diagonal = 1.0 + factor * diagonal
+                lower, upper = factor * lower, factor * upper
+                if index == 1:  # q on the outer wall face stays 0: an identity row
+                    implicit_diagonal[-1], lower[-1] = 1.0, 0.0
+                operators.append(FactoredTridiagonal(lower, implicit_diagonal, upper))
+            self._implicit_cache[alpha_dt] = operators = tuple(operators)
+        return operators
+
+    def _solve_theta(self, increment: np.ndarray, radii: np.ndarray, alpha_dt: float):
+        """``(I - α Δt ν/2 (1/r²) ∂²_θ)⁻¹`` along θ, in place (cyclic; collective)."""
+        if self.theta_whole:
+            lines = increment
+        else:
+            lines = self.transposer.transpose(increment, "y", "z")
+        # Rows divided by -c: bands (1, -2, 1) with the shift -1/c, c = α Δt ν / (2 r² Δθ²).
+        c = 0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2)
+        along = np.ascontiguousarray(np.moveaxis(lines, 2, 1)) * (-1.0 / c)[None, None, :]
+        n = along.shape[1]
+        shift = np.broadcast_to(-1.0 / c, (along.shape[0], along.shape[2]))
+        solve_tridiagonal_lines(np.ones(n), -2.0 * np.ones(n), np.ones(n), along, shift,
+                                periodic=True)  # fmt: skip
+        lines[...] = np.moveaxis(along, 1, 2)
+        if not self.theta_whole:
+            self.transposer.transpose(lines, "z", "y", out=increment)
+
+    def _substep(self, dt: float, stage: int) -> None:
+        gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
+        alpha = gamma + rho
+        explicit, implicit = self._explicit_and_implicit_terms()
+        operators = self._radial_operators(alpha * dt)
+        z_radii = self._theta_radii
+        for index, field in enumerate((self.u, self.q, self.w)):
+            previous = self._previous[index] if rho else explicit[index]
+            increment = dt * (gamma * explicit[index] + rho * previous)
+            increment += alpha * dt * implicit[index]
+            if index == 1:
+                increment[:, -1, :] = 0.0  # the outer wall face
+            with self.timer("implicit"):
+                operators[index].solve(increment)
+                if self.grid.shape[2] >= 3:
+                    self._solve_theta(increment, z_radii[index], alpha * dt)
+            self.halo.interior(field)[...] += increment
+        self._previous = explicit
+        self._project(alpha * dt)
+
+    def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
+        """Make the velocity divergence-free; the pressure is the projection potential."""
+        self._apply_boundaries()
+        rhs = stencils.divergence(
+            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
+        )
+        with self.timer("poisson"):
+            potential = self.poisson.solve(np.ascontiguousarray(rhs))
+        self.halo.interior(self.p)[...] = potential
+        self.halo.exchange(self.p)
+        stencils.subtract_gradient(
+            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, alpha_dt
+        )
+        if restore_flow_rate and self.forcing.kind == "flow-rate":
+            self._restore_flow_rate(alpha_dt)
+        self._apply_boundaries()
+
+    def _restore_flow_rate(self, alpha_dt: float) -> None:
+        """Add the uniform axial force that brings the bulk velocity back to its target,
+        as a pressure gradient would act in the substep (its response through the implicit
+        radial operator), so a laminar steady state is the exact discrete one."""
+        response = np.ones((1, self.grid.shape[1], 1))
+        self._radial_operators(alpha_dt)[0].solve(response)
+        mean_response = float(np.dot(response.ravel(), self.grid.volume_weights_y))
+        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
+        self.halo.interior(self.u)[...] += alpha_dt * force * response
+        self.pressure_gradient = force
+
+    def step(self, dt: float) -> None:
+        """Advance one time step of size ``dt`` (three RK3 substeps) (collective)."""
+        if not dt > 0:
+            raise ValueError(f"time step must be positive, got {dt!r}")
+        for stage in range(3):
+            self._substep(dt, stage)
+        self.time += dt
+        self.steps += 1
+
+    # -- diagnostics -------------------------------------------------------------------------
+
+    def volume_average(self, values: np.ndarray) -> float:
+        """Volume average of a cell-centred owned array (collective)."""
+        nx, _, nt = self.grid.shape
+        weights = self.grid.volume_weights_y[None, :, None]
+        return self.decomposition.sum(float(np.sum(values * weights))) / (nx * nt)
+
+    def bulk_velocity(self) -> float:
+        """Flow rate over the cross-section's area (collective)."""
+        return self.volume_average(self.halo.interior(self.u))
+
+    def max_divergence(self) -> float:
+        """Largest |∇·u| over the domain (collective)."""
+        divergence = stencils.divergence(
+            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta
+        )
+        return self.decomposition.maximum(float(np.abs(divergence).max(initial=0.0)))
+
+    def _convective_rate(self) -> float:
+        """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""
+        radii = self.grid.centres_y[None, :, None]
+        rate = (
+            np.abs(self.cell_field("u")) / self.dx
+            + np.abs(self.cell_field("v")) / self.grid.widths_y[None, :, None]
+            + np.abs(self.cell_field("w")) / (radii * self.dt_theta)
+        )
+        return self.decomposition.maximum(float(rate.max(initial=0.0)))
+
+    def cfl_number(self, dt: float) -> float:
+        """Convective CFL number of a step of size ``dt`` (collective)."""
+        return dt * self._convective_rate()
+
+    def stable_time_step(self, cfl: float = 0.5) -> float:
+        """Largest Δt with convective CFL ``cfl`` and stable explicit viscous terms (the
+        axial second derivative, and the θ couplings, largest at the first ring)."""
+        first = self.grid.centres_y[0]
+        rate = self.viscosity * (4.0 / self.dx**2 + 4.0 / (first**2 * self.dt_theta))
+        viscous = 2.51 / rate
+        convective = self._convective_rate()
+        return viscous if convective == 0 else min(cfl / convective, viscous)
+
+    def cell_field(self, name: str, out: np.ndarray | None = None) -> np.ndarray:
+        """This rank's ``u`` (axial), ``v`` (radial), ``w`` (azimuthal) velocity or ``p`` at
+        cell centres, without ghosts."""
+        if name not in self.fields:
+            raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        interior = (slice(1, -1),) * 3
+        if name == "p":
+            values = self.p[interior]
+        elif name == "u":
+            values = 0.5 * (self.u[interior] + self.u[:-2, 1:-1, 1:-1])
+        elif name == "v":
+            radii = self.grid.centres_y[None, :, None]
+            values = 0.5 * (self.q[interior] + self.q[1:-1, :-2, 1:-1]) / radii
+        else:
+            values = 0.5 * (self.w[interior] + self.w[1:-1, 1:-1, :-2])
+        if out is None:
+            return np.array(values)
+        out[...] = values
+        return out
+
+    def _wall_stresses(self) -> tuple[float, float, float]:
+        """Mean axial wall shear at the outer wall and the torques per unit length on the
+        inner and outer walls (over the whole circle) (collective).
+
+        Each is taken where the scheme's gradients are centred, on the two faces nearest the
+        wall, and extrapolated linearly to it: second order (a one-sided gradient at the
+        wall is only first order next to the linear wall ghost).
+        """
+        grid, nu = self.grid, self.viscosity
+        nx, _, nt = grid.shape
+        u, w = self.halo.interior(self.u), self.halo.interior(self.w)
+        r, faces = grid.centres_y, grid.faces_y
+
+        def at_wall(values, rows, wall, power=0):
+            """``ν r^power d(values)/dr`` on the two faces between ``rows`` (3 centres from
+            the wall inwards), extrapolated linearly to the wall."""
+            on_faces = []
+            for near, far in itertools.pairwise(rows):
+                face = faces[max(near, far)]
+                slope = (values[:, far, :] - values[:, near, :]) / (r[far] - r[near])
+                on_faces.append((face, face**power * slope))
+            (fa, first), (fb, second) = on_faces
+            return nu * (first + (first - second) * (wall - fa) / (fa - fb))
+
+        # Torque per length on the whole circle: 2π r² τ_rθ = 2π ν r³ ∂(u_θ / r)/∂r, the
+        # quantity that is uniform across a steady Couette flow.
+        angular = w / r[None, :, None]
+        nr = grid.shape[1]
+        outer_rows = (nr - 1, nr - 2, nr - 3)
+        shear = -at_wall(u, outer_rows, grid.radius)  # the fluid's drag on the wall, along x
+        outer_torque = 2 * np.pi * at_wall(angular, outer_rows, grid.radius, power=3)
+        totals = [shear.sum(), outer_torque.sum(), 0.0]
+        if not grid.through_axis:
+            inner_torque = 2 * np.pi * at_wall(angular, (0, 1, 2), grid.inner_radius, power=3)
+            totals[2] = inner_torque.sum()
+        shear, outer_mean, inner_mean = (
+            self.decomposition.sum(float(value)) / (nx * nt) for value in totals
+        )
+        return shear, inner_mean, outer_mean
+
+    def statistics(self) -> dict:
+        """Kinetic energy, bulk velocity, wall shear, torques, divergence (collective)."""
+        speed2 = sum(self.cell_field(name) ** 2 for name in ("u", "v", "w"))
+        shear, inner_torque, outer_torque = self._wall_stresses()
+        return {
+            "step": self.steps,
+            "time": self.time,
+            "kinetic_energy": 0.5 * self.volume_average(speed2),
+            "bulk_velocity": self.bulk_velocity(),
+            "wall_shear": shear,
+            "inner_torque": inner_torque,
+            "outer_torque": outer_torque,
+            "pressure_gradient": self.pressure_gradient,
+            "max_divergence": self.max_divergence(),
+        }
+
+    # -- checkpoints and layout ----------------------------------------------------------------
+
+    def checkpoint_state(self):
+        """This rank's u, q = r u_r, w, p (y-pencil, without ghosts) and the forcing."""
+        pieces = {
+            name: self.halo.interior(field)
+            for name, field in (("u", self.u), ("q", self.q), ("w", self.w), ("p", self.p))
+        }
+        return pieces, {"pressure_gradient": self.pressure_gradient}
+
+    def piece_layout(self) -> PieceLayout:
+        """This rank's y-pencil in the global grid."""
+        pencil = self.decomposition.pencils["y"]
+        return PieceLayout(self.decomposition.global_shape, pencil.start, pencil.shape)
+
+    def restore_state(self, pieces, scalars) -> None:
+        """Continue from this rank's pieces (collective)."""
+        for name, field in (("u", self.u), ("q", self.q), ("w", self.w), ("p", self.p)):
+            self.halo.interior(field)[...] = pieces[name]
+        self._previous = None
+        self._apply_boundaries()
+        self.halo.exchange(self.p)
+        self.time = float(scalars["time"])
+        self.steps = int(scalars["step"])
+        self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))
+
+    def layout(self) -> dict:
+        """Grid and process grid."""
+        return {
+            "grid": list(self.decomposition.global_shape),
+            "proc_grid": list(self.decomposition.proc_grid),
+        }
+
+    def phase_seconds(self) -> dict[str, float]:
+        """FFT, transposes, tridiagonal solves (pressure, r and θ), advection, diffusion."""
+        poisson = self.poisson.timer.seconds
+        return {
+            "fft": poisson["fft"],
+            "transposes": poisson["transpose"],
+            "tdma": poisson["tdma"] + self.timer.seconds["implicit"],
+            "advection": self.timer.seconds["advection"],
+            "diffusion": self.timer.seconds["diffusion"],
+        }
+
+    def free(self) -> None:
+        """Release the Poisson solver's communicators (collective)."""
+        self.poisson.free()
+
+
+def _set_initial_condition(config, solver: CylindricalSolver) -> None:
+    """``[flow] initial`` of a cylindrical case (analytic: rank-independent)."""
+    flow, cylinder = config.flow, config.cylinder
+    radius, inner = cylinder.radius, cylinder.inner_radius
+    viscosity = flow.viscosity
+    if flow.forcing == "flow-rate":
+        bulk = flow.forcing_value
+    elif flow.forcing == "pressure-gradient" and inner == 0:
+        bulk = flow.forcing_value * radius**2 / (8.0 * viscosity)
+    else:
+        bulk = 0.0
+
+    def laminar(x, r, theta):  # Hagen–Poiseuille: 2 U_b (1 - r²/R²)
+        return 2.0 * bulk * (1.0 - r**2 / radius**2) + 0 * x + 0 * theta
+
+    if flow.initial == "rest":
+        solver.set_velocity(0.0, 0.0, 0.0)
+    elif flow.initial == "hagen-poiseuille":
+        solver.set_velocity(laminar, 0.0, 0.0)
+    elif flow.initial == "solid-body":  # turning with the outer wall, in the frame
+        omega = cylinder.outer_wall_rotation - cylinder.rotation
+        solver.set_velocity(0.0, 0.0, lambda x, r, theta: omega * r + 0 * x + 0 * theta)
+    elif flow.initial == "couette":  # the exact circular Couette flow between the walls
+        w_in, w_out = solver.wall_speed
+        a = (w_out * radius - w_in * inner) / (radius**2 - inner**2)
+        b = (w_in - a * inner) * inner
+        swirl = _perturbed(config, lambda x, r, theta: a * r + b / r + 0 * x + 0 * theta, 2)
+        solver.set_velocity(_perturbed(config, 0.0, 0), _perturbed(config, 0.0, 1), swirl)
+    else:  # perturbed-pipe: the laminar profile and random-phase waves
+        solver.set_velocity(
+            _perturbed(config, laminar, 0), _perturbed(config, 0.0, 1), _perturbed(config, 0.0, 2)
+        )
+
+
+def _perturbed(config, base, component: int):
+    """``base`` (a number or a function of x, r, θ) plus ``[flow] perturbation`` times
+    random-phase waves (``[flow] seed``), zero at the walls and regular at the axis; the
+    same waves on every rank."""
+    flow, cylinder = config.flow, config.cylinder
+    if flow.perturbation == 0:
+        return base
+    rng = np.random.default_rng(flow.seed)
+    modes = [(k, m, *rng.uniform(0, 2 * np.pi, 3)) for k in range(1, 4) for m in range(1, 4)]
+    scale = flow.forcing_value if flow.forcing == "flow-rate" else 1.0
+    amplitude = flow.perturbation * max(scale, 1.0) / len(modes) ** 0.5
+    inner, outer = cylinder.inner_radius, cylinder.radius
+
+    def field(x, r, theta):
+        envelope = (4 * (r - inner) * (outer - r) / (outer - inner) ** 2) ** 2
+        total = base(x, r, theta) if callable(base) else base
+        for k, m, *phases in modes:
+            wave = 2 * np.pi * k * x / cylinder.length + m * cylinder.sectors * theta
+            total = total + amplitude * envelope * np.cos(wave + phases[component])
+        return total
+
+    return field

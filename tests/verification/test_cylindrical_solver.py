@@ -1,0 +1,155 @@
+"""The cylindrical (x, r, θ) rotating-frame solver against exact solutions: Hagen–Poiseuille
+through the axis, circular Couette flow and its torque, solid-body rotation, the same flow
+seen from two frames; second order in r; the same answer on 1, 2 and 3 ranks."""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from tachyflow import config
+from tachyflow.errors import ConfigError
+from tachyflow.solvers.cylindrical import CylindricalSolver
+
+AXISYMMETRIC = """
+[case]
+solver = "cylindrical"
+[grid]
+cells = [4, {nr}, {nt}]
+[cylinder]
+length = 1.0
+radius = 1.0
+{geometry}
+[flow]
+viscosity = 0.1
+{flow}
+"""
+
+
+def solver(nr, nt=4, geometry="", flow='initial = "rest"', comm=MPI.COMM_SELF):
+    text = AXISYMMETRIC.format(nr=nr, nt=nt, geometry=geometry, flow=flow)
+    return CylindricalSolver.from_case(config.parse(text, "case.toml"), comm, "estimate")
+
+
+def run(case, steps, dt):
+    for _ in range(steps):
+        case.step(dt)
+    return case
+
+
+def test_hagen_poiseuille_through_the_axis_is_second_order():
+    gradient, nu = 0.4, 0.1
+    errors, shears = [], []
+    for nr in (8, 16):
+        flow = f'forcing = "pressure-gradient"\nforcing_value = {gradient}\ninitial = "rest"'
+        case = run(solver(nr, flow=flow), 300, 0.1)  # ten viscous times: steady
+        r = case.grid.centres_y
+        exact = gradient * (1 - r**2) / (4 * nu)
+        errors.append(np.abs(case.cell_field("u") - exact[None, :, None]).max())
+        statistics = case.statistics()
+        shears.append(abs(statistics["wall_shear"] - gradient / 2))  # τ_w = G R / 2
+        assert statistics["max_divergence"] < 1e-12
+        assert np.abs(case.cell_field("v")).max() < 1e-14
+        case.free()
+    assert 3.6 < errors[0] / errors[1] < 4.4, errors
+    assert max(shears) < 1e-7, shears  # centred gradients extrapolated: exact on a parabola
+
+
+@pytest.mark.parametrize("stretching", [0.0, 1.0])
+def test_circular_couette_profile_and_torque_are_second_order(stretching):
+    geometry = f"inner_radius = 0.5\ninner_wall_rotation = 1.0\nstretching = {stretching}"
+    a = -0.25 / 0.75  # u_θ = a r + b / r with u_θ(0.5) = 0.5, u_θ(1) = 0
+    b = (0.5 - a * 0.5) * 0.5
+    torque = -4 * np.pi * 0.1 * b  # per unit length, on either cylinder
+    profile, torques = [], []
+    for nr in (8, 16, 32):
+        case = run(solver(nr, geometry=geometry), 200, 0.05)
+        r = case.grid.centres_y
+        profile.append(np.abs(case.cell_field("w") - (a * r + b / r)[None, :, None]).max())
+        statistics = case.statistics()
+        torques.append(max(abs(statistics["inner_torque"] - torque),
+                           abs(statistics["outer_torque"] - torque)))  # fmt: skip
+        case.free()
+    profile_orders = np.log2(np.array(profile[:-1]) / profile[1:])
+    torque_orders = np.log2(np.array(torques[:-1]) / torques[1:])
+    assert (profile_orders > 1.8).all(), profile
+    assert torque_orders[-1] > 1.8 and torques[-1] < 1e-3, torques
+
+
+def test_solid_body_rotation_is_kept_exactly_with_the_axis_inside():
+    geometry = "outer_wall_rotation = 1.0"
+    case = solver(10, nt=12, geometry=geometry, flow='initial = "solid-body"')
+    run(case, 40, 0.05)
+    r = case.grid.centres_y
+    assert np.abs(case.cell_field("w") - r[None, :, None]).max() < 1e-13
+    assert np.abs(case.cell_field("v")).max() < 1e-13
+    assert np.abs(case.cell_field("u")).max() < 1e-13
+    case.free()
+
+
+def test_a_spin_up_seen_from_the_rotating_frame_is_the_inertial_one_transformed():
+    """A pipe whose wall starts turning at ω = 1 (fluid at rest): computed in the inertial
+    frame, and in the frame turning with the wall (the wall at rest, the fluid at -ω r)."""
+    inertial = solver(10, nt=12, geometry="outer_wall_rotation = 1.0")
+    rotating = solver(10, nt=12, geometry="outer_wall_rotation = 1.0\nrotation = 1.0")
+    rotating.set_velocity(0.0, 0.0, lambda x, r, theta: -r + 0 * x + 0 * theta)
+    run(inertial, 30, 0.05)
+    run(rotating, 30, 0.05)
+    r = inertial.grid.centres_y
+    transformed = rotating.cell_field("w") + r[None, :, None]
+    assert np.abs(inertial.cell_field("w")).max() > 0.5  # it did spin up
+    assert np.abs(inertial.cell_field("w") - transformed).max() < 1e-13
+    inertial.free()
+    rotating.free()
+
+
+PIPE = """
+[case]
+solver = "cylindrical"
+[grid]
+cells = [12, 9, 10]
+[cylinder]
+length = 4.0
+radius = 1.0
+stretching = 1.0
+{geometry}
+[flow]
+viscosity = 0.002
+forcing = "flow-rate"
+forcing_value = 1.0
+initial = "perturbed-pipe"
+perturbation = 0.3
+seed = 3
+"""
+
+
+@pytest.mark.parallel([1, 2, 3])
+@pytest.mark.parametrize("geometry", ["", "rotation = 0.5\nsectors = 2"], ids=["pipe", "sector"])
+def test_a_perturbed_pipe_gives_the_same_flow_on_any_rank_count(geometry):
+    world = MPI.COMM_WORLD
+    results = []
+    for comm in (MPI.COMM_SELF, world):
+        case = CylindricalSolver.from_case(
+            config.parse(PIPE.format(geometry=geometry), "pipe.toml"), comm, "estimate"
+        )
+        for _ in range(5):
+            case.step(0.02)
+        statistics = case.statistics()
+        assert statistics["max_divergence"] < 1e-12
+        assert abs(statistics["bulk_velocity"] - 1.0) < 1e-12
+        gathered = [case.decomposition.gather_global(case.cell_field(n), "y") for n in "uvwp"]
+        results.append(gathered)
+        case.free()
+        case.decomposition.free()
+    if world.rank == 0:
+        for serial, parallel in zip(*results, strict=True):
+            assert np.abs(serial - parallel).max() < 1e-12 * max(np.abs(serial).max(), 1.0)
+        assert np.abs(results[0][1]).max() > 1e-3  # the perturbations are there
+
+
+def test_bad_cylindrical_input_is_refused():
+    with pytest.raises(ValueError, match="1 \\(axisymmetric\\) or >= 3 cells in θ"):
+        solver(8, nt=2)
+    with pytest.raises(ConfigError, match="not an initial condition of solver 'cylindrical'"):
+        solver(8, flow='initial = "taylor-green"')
+    with pytest.raises(ConfigError, match=r"cylinder.inner_radius"):
+        solver(8, geometry="inner_radius = 2.0")
