@@ -75,6 +75,32 @@ def test_circular_couette_profile_and_torque_are_second_order(stretching):
     assert torque_orders[-1] > 1.8 and torques[-1] < 1e-3, torques
 
 
+def decaying_swirl(nr: int, dt: float, end: float = 0.5):
+    """An exact unsteady solution through the axis: u_θ = J1(j r) exp(-ν j² t), j the first
+    zero of J1 (no slip at r = 1), ν = 0.1. Returns the computed and the exact u_θ."""
+    from scipy.special import j1, jn_zeros
+
+    zero = jn_zeros(1, 1)[0]
+    case = solver(nr, nt=8)
+    case.set_velocity(0.0, 0.0, lambda x, r, theta: j1(zero * r) + 0 * x + 0 * theta)
+    run(case, round(end / dt), dt)
+    r = case.grid.centres_y
+    exact = j1(zero * r) * np.exp(-0.1 * zero**2 * end)
+    computed = case.cell_field("w")
+    case.free()
+    return computed, exact[None, :, None]
+
+
+def test_a_decaying_swirl_is_second_order_in_space_and_in_time():
+    """Second order in r, θ (space) and in time: the radial and azimuthal viscous terms are
+    Crank–Nicolson (as in Kwon, Park & Choi), which bounds RK3's third order to second."""
+    space = [np.abs(np.subtract(*decaying_swirl(nr, 0.005))).max() for nr in (8, 16)]
+    assert 3.6 < space[0] / space[1] < 4.4, space
+    reference, _ = decaying_swirl(16, 0.0025)
+    time = [np.abs(decaying_swirl(16, dt)[0] - reference).max() for dt in (0.1, 0.05)]
+    assert 3.6 < time[0] / time[1] < 4.4, time
+
+
 def test_solid_body_rotation_is_kept_exactly_with_the_axis_inside():
     geometry = "outer_wall_rotation = 1.0"
     case = solver(10, nt=12, geometry=geometry, flow='initial = "solid-body"')
@@ -153,3 +179,48 @@ def test_bad_cylindrical_input_is_refused():
         solver(8, flow='initial = "taylor-green"')
     with pytest.raises(ConfigError, match=r"cylinder.inner_radius"):
         solver(8, geometry="inner_radius = 2.0")
+
+
+# Linear stability of circular Couette flow, radius ratio 0.5, outer cylinder at rest:
+# Re_c = Ω_i r_i d / ν = 68.19 at the axial wavenumber k_c d = 3.16 (Recktenwald, Lücke &
+# Müller 1993, Taylor vortex formation in axial through-flow: linear and weakly nonlinear
+# analysis).
+CRITICAL_REYNOLDS, CRITICAL_WAVENUMBER = 68.19, 3.16
+TAYLOR_COUETTE = """
+[case]
+solver = "cylindrical"
+[grid]
+cells = [16, 24, 1]
+[cylinder]
+length = {length}
+radius = 2.0
+inner_radius = 1.0
+inner_wall_rotation = 1.0
+[flow]
+viscosity = {viscosity}
+initial = "couette"
+perturbation = 0.001
+seed = 2
+"""
+
+
+def taylor_vortex_growth_rate(reynolds: float) -> float:
+    """Growth rate of an axisymmetric disturbance of one critical wavelength (gap d = 1)."""
+    text = TAYLOR_COUETTE.format(length=2 * np.pi / CRITICAL_WAVENUMBER, viscosity=1.0 / reynolds)
+    case = CylindricalSolver.from_case(config.parse(text, "tc.toml"), MPI.COMM_SELF, "estimate")
+    times, energies = [], []
+    for step in range(3000):
+        case.step(0.1)
+        if step >= 1500 and step % 100 == 0:  # after the transient of the other modes
+            times.append(case.time)
+            energies.append(np.mean(case.cell_field("v") ** 2))
+    case.free()
+    return 0.5 * np.polyfit(times, np.log(energies), 1)[0]
+
+
+def test_taylor_vortices_appear_within_two_percent_of_the_critical_reynolds_number():
+    below, above = 0.98 * CRITICAL_REYNOLDS, 1.02 * CRITICAL_REYNOLDS
+    decay, growth = taylor_vortex_growth_rate(below), taylor_vortex_growth_rate(above)
+    assert decay < 0 < growth, (decay, growth)
+    onset = below + (above - below) * -decay / (growth - decay)
+    assert abs(onset / CRITICAL_REYNOLDS - 1) < 0.02, onset
