@@ -224,3 +224,16 @@ def test_taylor_vortices_appear_within_two_percent_of_the_critical_reynolds_numb
     assert decay < 0 < growth, (decay, growth)
     onset = below + (above - below) * -decay / (growth - decay)
     assert abs(onset / CRITICAL_REYNOLDS - 1) < 0.02, onset
+
+
+def test_acoustics_on_a_cylindrical_grid_is_refused_until_it_is_supported(tmp_path):
+    from tachyflow.simulation import Simulation
+
+    text = AXISYMMETRIC.format(nr=8, nt=4, geometry="", flow='initial = "rest"')
+    acoustics = (
+        '[acoustics]\nsurface = "sphere"\nradius = 0.3\nduration = 1.0\n'
+        "observers = [[5.0, 0.0, 0.0]]\n"
+    )
+    case = config.parse(text + acoustics, "a.toml")
+    with pytest.raises(ConfigError, match="samples a Cartesian grid; solver 'cylindrical'"):
+        Simulation(case, tmp_path, MPI.COMM_SELF, planning="estimate").run(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tachyflow import observers
+from tachyflow.errors import ConfigError
 from tachyflow.observers import Observer, register
 
 
@@ -27,6 +28,14 @@ class Acoustics(Observer):
         if config.acoustics.surface == "none":
             return None
         observers.require_structured(config, "acoustics")
+        from tachyflow.solvers.base import solver_class
+
+        if solver_class(config.case.solver).coordinate_system != "cartesian":
+            raise ConfigError(
+                f"{config.source}: [acoustics] samples a Cartesian grid; solver "
+                f"{config.case.solver!r} has {solver_class(config.case.solver).coordinate_system} "
+                "coordinates (noise from a rotating fan: issue 18)"
+            )
         return cls(config)
 
     def start(self, run) -> None:

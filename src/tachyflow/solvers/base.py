@@ -56,6 +56,8 @@ class Solver:
     # True for solvers on a structured (pencil) grid: what images, field series, in situ
     # visualisation and acoustics sample from.
     structured: ClassVar[bool] = True
+    # The coordinates of a structured grid: "cartesian" (x, y, z) or "cylindrical" (x, r, θ).
+    coordinate_system: ClassVar[str] = "cartesian"
     statistics_columns: ClassVar[tuple[str, ...]] = ("step", "time")
     steps: int
     time: float

@@ -71,6 +71,7 @@ class CylindricalSolver(Solver):
     """
 
     fields = ("u", "v", "w", "p")
+    coordinate_system = "cylindrical"
     statistics_columns = (
         "step", "time", "dt", "cfl", "kinetic_energy", "bulk_velocity", "wall_shear",
         "inner_torque", "outer_torque", "pressure_gradient", "max_divergence",
