@@ -85,6 +85,20 @@ class OutputSection:
 
 
 @dataclass(frozen=True)
+class StatisticsSection:
+    """``[statistics]``: turbulence statistics (the ``turbulence`` observer); off while
+    ``every`` is 0. Samples from ``start_step`` and ``start_time`` on, every ``every``
+    steps, averaged over the ``homogeneous`` directions ("x" and "z" -- "theta" on a
+    cylindrical grid --: profiles across the walls; none: mean and rms fields)."""
+
+    every: int = 0
+    start_step: int = 0
+    start_time: float = 0.0
+    homogeneous: tuple[str, ...] = ("x", "z")
+    output_every: int = 0  # 0: only at the end
+
+
+@dataclass(frozen=True)
 class CylinderSection:
     """``[cylinder]``: the domain of ``solver = "cylindrical"`` (x, r, θ), in a frame
     rotating at ``rotation`` (rad per unit time) about x; wall rotations are the walls'
@@ -282,6 +296,7 @@ class Config:
     output: OutputSection = field(default_factory=OutputSection)
     parallel: ParallelSection = field(default_factory=ParallelSection)
     cylinder: CylinderSection = field(default_factory=CylinderSection)
+    statistics: StatisticsSection = field(default_factory=StatisticsSection)
     mesh: MeshSection = field(default_factory=MeshSection)
     pressure: PressureSection = field(default_factory=PressureSection)
     acoustics: AcousticsSection = field(default_factory=AcousticsSection)
@@ -457,6 +472,18 @@ def _validate(config: Config, source: str) -> None:
         output.checkpoints_kept >= 1, "output.checkpoints_kept", ">= 1", output.checkpoints_kept
     )
     _validate_acoustics(config.acoustics, config.time, require)
+    statistics = config.statistics
+    for key in ("every", "start_step", "output_every"):
+        require(getattr(statistics, key) >= 0, f"statistics.{key}", ">= 0",
+                getattr(statistics, key))  # fmt: skip
+    require(statistics.start_time >= 0, "statistics.start_time", ">= 0", statistics.start_time)
+    homogeneous = sorted(statistics.homogeneous)
+    require(
+        homogeneous in ([], ["x", "z"], ["theta", "x"]),
+        "statistics.homogeneous",
+        '["x", "z"] (or ["x", "theta"]: profiles across the walls) or [] (mean fields)',
+        list(statistics.homogeneous),
+    )
     cylinder = config.cylinder
     require(cylinder.length > 0, "cylinder.length", "> 0", cylinder.length)
     require(

@@ -142,3 +142,16 @@ class CylindricalGrid:
         """Each radial cell's share of the cross-section (``r_c Δr``, normalised)."""
         areas = self.centres_y * self.widths_y
         return areas / areas.sum()
+
+    @property
+    def wall_distances_y(self) -> np.ndarray:
+        """Distance of each cell centre from the nearer wall (the outer one in a pipe)."""
+        centres = self.centres_y
+        if self.through_axis:
+            return self.radius - centres
+        return np.minimum(centres - self.inner_radius, self.radius - centres)
+
+    @property
+    def outer_scale(self) -> float:
+        """The pipe's radius, or the annulus's half gap."""
+        return self.radius if self.through_axis else 0.5 * (self.radius - self.inner_radius)

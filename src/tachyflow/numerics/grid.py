@@ -103,6 +103,18 @@ class StaggeredGrid:
         """Each y cell's share of the domain (its width over Ly)."""
         return self.widths_y / self.lengths[1]
 
+    @property
+    def wall_distances_y(self) -> np.ndarray | None:
+        """Distance of each cell centre from the nearer wall (None without walls)."""
+        if self.periodic_y:
+            return None
+        return np.minimum(self.centres_y, self.lengths[1] - self.centres_y)
+
+    @property
+    def outer_scale(self) -> float:
+        """The channel's half-height (half of Ly)."""
+        return 0.5 * self.lengths[1]
+
     def pressure_bands_y(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Bands of the y part of the cell-centred Laplacian (finite volumes).
 

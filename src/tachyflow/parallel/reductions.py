@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class Reductions:
-    """Mixin for an object that owns ``self.comm``: scalar reductions and a barrier, so
+    """Mixin for an object that owns ``self.comm``: sums, maxima and a barrier, so
     solvers and drivers never touch a communicator. Every method is collective."""
 
     comm = None
@@ -14,6 +14,16 @@ class Reductions:
         from mpi4py import MPI
 
         return self.comm.allreduce(float(value), op=MPI.SUM)
+
+    def sum_arrays(self, values):
+        """Element-wise sum of a float64 array over all ranks (a new array)."""
+        import numpy as np
+        from mpi4py import MPI
+
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        total = np.empty_like(values)
+        self.comm.Allreduce(values, total, op=MPI.SUM)
+        return total
 
     def maximum(self, value: float) -> float:
         """Largest ``value`` over all ranks."""

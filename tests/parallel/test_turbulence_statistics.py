@@ -1,0 +1,187 @@
+"""Turbulence statistics: exact for a laminar flow, exact moments of synthetic samples on any
+rank count, unchanged by a restart, checked input."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+from scipy import stats
+
+from tachyflow import config
+from tachyflow.errors import ConfigError
+from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.moments import Moments
+from tachyflow.observers.turbulence import TurbulenceStatistics
+from tachyflow.parallel import PencilDecomposition
+from tachyflow.simulation import Simulation
+
+
+def shared_folder(tmp_path_factory, comm):
+    folder = tmp_path_factory.mktemp("stats") if comm.rank == 0 else None
+    return comm.bcast(folder, root=0)
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_a_laminar_channel_has_the_exact_parabola_and_no_fluctuations(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.load("poiseuille").replace("statistics", every=1, start_step=2)
+    case = case.replace("time", steps=6).replace("flow", initial="poiseuille")  # steady
+    folder = shared_folder(tmp_path_factory, comm)
+    run = Simulation(case, folder, comm, planning="estimate")
+    run.run()
+    observer = next(o for o in run.observers if o.name == "turbulence")
+    table, summary = observer._profiles(run.solver.grid)
+    run.free()
+    height, bulk = case.grid.lengths[1], case.flow.forcing_value
+    nu, y = case.flow.viscosity, table["y"]
+    if case.flow.forcing == "pressure-gradient":
+        bulk = case.flow.forcing_value * height**2 / (12 * nu)
+    exact = 6 * bulk * y * (height - y) / height**2
+    assert np.abs(table["U"] - exact).max() < 1e-10 * bulk
+    for name in ("uu", "vv", "ww", "uv", "pp"):
+        assert np.abs(table[name]).max() < 1e-20, name
+    assert summary["samples"] == 5 and summary["start_step"] == 2
+    assert abs(summary["wall_shear_stress"] - nu * 6 * bulk / height) < 1e-10  # exact slope
+    if comm.rank == 0:
+        header = (folder / "profiles.csv").read_text().splitlines()[0].split(",")
+        assert header[:12] == ["y", "U", "V", "W", "P", "uu", "vv", "ww", "uv", "uw", "vw", "pp"]
+        assert {"Re_tau", "Cf", "samples", "start_time", "end_time"} <= set(
+            __import__("json").loads((folder / "statistics.json").read_text())
+        )
+        assert (folder / "images" / "profiles.png").exists()
+
+
+SHAPE = (6, 5, 8)
+
+
+def synthetic_samples(count: int):
+    """Gaussian samples of u, v, w, p with known means and spreads, u and v correlated."""
+    generator = np.random.default_rng(11)
+    samples = []
+    for _ in range(count):
+        noise = generator.standard_normal((4, *SHAPE))
+        noise[1] = 0.5 * noise[0] + np.sqrt(0.75) * noise[1]  # <u'v'> = 0.5 σ_u σ_v
+        samples.append(np.array([1.0, 0.0, -2.0, 3.0])[:, None, None, None] + noise)
+    return samples
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_synthetic_samples_give_their_moments_on_any_rank_count():
+    comm = MPI.COMM_WORLD
+    section = config.parse("[statistics]\nevery = 1\n", "s.toml").statistics
+    samples = synthetic_samples(25)
+    with PencilDecomposition(SHAPE, comm=comm, periodic=(True, False, True)) as pencils:
+        piece = pencils.pencils["y"].slices
+        grid = StaggeredGrid(SHAPE, (1.0, 2.0, 1.0), periodic_y=False)
+        fake = SimpleNamespace(
+            decomposition=pencils, grid=grid, steps=0, time=0.0,
+            piece_layout=lambda: SimpleNamespace(shape=pencils.local_shape("y")),
+        )  # fmt: skip
+        observer = TurbulenceStatistics(section, viscosity=1.0)
+        run = SimpleNamespace(solver=fake)
+        observer.start(run)
+        for index, sample in enumerate(samples):
+            fake.cell_field = lambda name, sample=sample: sample["uvwp".index(name)][piece]
+            fake.steps, fake.time = index, 0.1 * index
+            observer.observe(run)
+    moments = observer.moments
+    whole = np.stack(samples, axis=1)  # (4, samples, nx, ny, nz): all values per station
+    per_station = np.moveaxis(whole, 3, 1).reshape(4, SHAPE[1], -1)
+    assert np.allclose(moments.mean, per_station.mean(axis=2), rtol=0, atol=1e-13)
+    covariance = moments.covariance()
+    for a in range(4):
+        for b in range(4):
+            direct = np.mean(
+                (per_station[a] - per_station[a].mean(axis=1, keepdims=True))
+                * (per_station[b] - per_station[b].mean(axis=1, keepdims=True)),
+                axis=1,
+            )
+            assert np.allclose(covariance[a, b], direct, rtol=1e-12, atol=1e-13)
+    assert np.allclose(moments.skewness()[:3], stats.skew(per_station[:3], axis=2), atol=1e-11)
+    flatness = stats.kurtosis(per_station[:3], axis=2, fisher=False)
+    assert np.allclose(moments.flatness()[:3], flatness, atol=1e-11)
+    # And within sampling error of what the samples were drawn from (1200 per station).
+    n = per_station.shape[2]
+    assert np.abs(moments.mean[0] - 1.0).max() < 5 / np.sqrt(n)
+    assert np.abs(covariance[0, 1] - 0.5).max() < 5 / np.sqrt(n)
+    assert np.abs(moments.flatness()[0] - 3.0).max() < 5 * np.sqrt(24 / n)
+
+
+def test_merging_in_any_grouping_gives_the_same_moments():
+    values = np.random.default_rng(2).standard_normal((2, 3, 40)) ** 3  # skewed
+
+    def batch(chunk):
+        mean = chunk.mean(axis=2)
+        deviation = chunk - mean[:, :, None]
+        powers = np.stack([(deviation**p).sum(axis=2) for p in (2, 3, 4)])
+        cross = np.einsum("asn,bsn->abs", deviation, deviation)
+        return Moments.of_batch(np.full(3, chunk.shape[2]), mean, powers, cross)
+
+    together = batch(values)
+    pieces = Moments.empty(2, 3)
+    for start in (0, 7, 19, 33):
+        pieces = pieces.merge(batch(values[:, :, start : {0: 7, 7: 19, 19: 33, 33: 40}[start]]))
+    for name, array in together.as_arrays().items():
+        assert np.allclose(pieces.as_arrays()[name], array, rtol=1e-12, atol=1e-12), name
+
+
+CHANNEL = """
+[case]
+name = "small-channel"
+[grid]
+cells = [8, 10, 6]
+lengths = [6.0, 2.0, 3.0]
+walls = true
+stretching = 1.2
+[flow]
+viscosity = 0.01
+forcing = "flow-rate"
+forcing_value = 1.0
+initial = "perturbed-channel"
+perturbation = 0.3
+[time]
+steps = 8
+cfl = 0.6
+[output]
+checkpoint_every = 4
+[statistics]
+every = 1
+start_step = 2
+"""
+
+
+@pytest.mark.parallel([1, 2])
+@pytest.mark.parametrize("homogeneous", ['["x", "z"]', "[]"], ids=["profiles", "fields"])
+def test_statistics_survive_a_restart_unchanged(tmp_path_factory, homogeneous):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CHANNEL + f"homogeneous = {homogeneous}\n", "c.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    straight = Simulation(case, folder / "straight", comm, planning="estimate")
+    straight.run()
+    straight.free()
+    first = Simulation(case, folder / "split", comm, planning="estimate")
+    first.run(4)
+    first.free()
+    second = Simulation(case, folder / "split", comm, restart="latest", planning="estimate")
+    second.run()
+    second.free()
+    if comm.rank != 0:
+        return
+    names = ["statistics.json"]
+    names += (
+        ["profiles.csv"]
+        if homogeneous != "[]"
+        else [f"statistics/fields_vtk/step_00000008/piece_{r:05d}.vtr" for r in range(comm.size)]
+    )
+    for name in names:
+        assert (folder / "split" / name).read_bytes() == (folder / "straight" / name).read_bytes()
+
+
+def test_bad_statistics_keys_are_refused():
+    with pytest.raises(ConfigError, match=r"'statistics.homogeneous' must be"):
+        config.parse('[statistics]\nhomogeneous = ["y"]\n', "s.toml")
+    with pytest.raises(ConfigError, match=r"'statistics.every' must be >= 0"):
+        config.parse("[statistics]\nevery = -1\n", "s.toml")
+    with pytest.raises(ConfigError, match=r"unknown key 'statistics\.start'"):
+        config.parse("[statistics]\nstart = 3\n", "s.toml")
