@@ -19,35 +19,11 @@ from tachyflow.io.checkpoint import (
 )
 from tachyflow.parallel import PencilDecomposition
 from tachyflow.simulation import Simulation
+from tests.parallel.helpers import SMALL_CHANNEL, shared_folder
 
 SHAPE = (7, 5, 6)
 
-CASE = """
-[case]
-name = "small-channel"
-[grid]
-cells = [8, 10, 6]
-lengths = [6.0, 2.0, 3.0]
-walls = true
-stretching = 1.2
-[flow]
-viscosity = 0.01
-forcing = "flow-rate"
-forcing_value = 1.0
-initial = "perturbed-channel"
-perturbation = 0.2
-[time]
-steps = 6
-cfl = 0.6
-[output]
-statistics_every = 2
-checkpoint_every = 3
-"""
-
-
-def shared_folder(tmp_path_factory, comm):
-    folder = tmp_path_factory.mktemp("ckpt") if comm.rank == 0 else None
-    return comm.bcast(folder, root=0)
+CASE = SMALL_CHANNEL
 
 
 def global_fields():

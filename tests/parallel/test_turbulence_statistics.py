@@ -15,11 +15,7 @@ from tachyflow.numerics.moments import Moments
 from tachyflow.observers.turbulence import TurbulenceStatistics
 from tachyflow.parallel import PencilDecomposition
 from tachyflow.simulation import Simulation
-
-
-def shared_folder(tmp_path_factory, comm):
-    folder = tmp_path_factory.mktemp("stats") if comm.rank == 0 else None
-    return comm.bcast(folder, root=0)
+from tests.parallel.helpers import SMALL_CHANNEL, shared_folder
 
 
 @pytest.mark.parallel([1, 2, 3])
@@ -126,29 +122,11 @@ def test_merging_in_any_grouping_gives_the_same_moments():
         assert np.allclose(pieces.as_arrays()[name], array, rtol=1e-12, atol=1e-12), name
 
 
-CHANNEL = """
-[case]
-name = "small-channel"
-[grid]
-cells = [8, 10, 6]
-lengths = [6.0, 2.0, 3.0]
-walls = true
-stretching = 1.2
-[flow]
-viscosity = 0.01
-forcing = "flow-rate"
-forcing_value = 1.0
-initial = "perturbed-channel"
-perturbation = 0.3
-[time]
-steps = 8
-cfl = 0.6
-[output]
-checkpoint_every = 4
-[statistics]
-every = 1
-start_step = 2
-"""
+CHANNEL = (
+    SMALL_CHANNEL.replace("steps = 6", "steps = 8").replace("checkpoint_every = 3",
+                                                            "checkpoint_every = 4")
+    + "[statistics]\nevery = 1\nstart_step = 2\n"
+)  # fmt: skip
 
 
 @pytest.mark.parallel([1, 2])

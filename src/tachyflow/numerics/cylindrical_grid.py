@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tachyflow.numerics.grid import tanh_faces
+from tachyflow.numerics.grid import WallNormalFaces, tanh_faces
 
 
 def radial_faces(cells: int, inner: float, outer: float, stretching: float) -> np.ndarray:
@@ -32,7 +32,7 @@ def radial_faces(cells: int, inner: float, outer: float, stretching: float) -> n
 
 
 @dataclass(frozen=True)
-class CylindricalGrid:
+class CylindricalGrid(WallNormalFaces):
     """Geometry of a cylindrical grid (MPI-free; every rank holds all of it).
 
     Parameters
@@ -98,25 +98,6 @@ class CylindricalGrid:
     def spacing_z(self) -> float:
         """Uniform cell width in θ (radians)."""
         return 2 * np.pi / (self.sectors * self.shape[2])
-
-    @property
-    def widths_y(self) -> np.ndarray:
-        """Radial cell widths (``nr`` values)."""
-        return np.diff(self.faces_y)
-
-    @property
-    def centres_y(self) -> np.ndarray:
-        """Radii of the cell centres (``nr`` values)."""
-        return 0.5 * (self.faces_y[:-1] + self.faces_y[1:])
-
-    def centre_distances_y(self) -> np.ndarray:
-        """Distance between the centres on either side of each radial face (``nr + 1``);
-        at the two ends, from the face to the first or last centre."""
-        widths = self.widths_y
-        distances = np.empty(self.shape[1] + 1)
-        distances[1:-1] = 0.5 * (widths[:-1] + widths[1:])
-        distances[0], distances[-1] = 0.5 * widths[0], 0.5 * widths[-1]
-        return distances
 
     def pressure_bands_y(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Bands of the radial part of the cell-centred Laplacian (finite volumes).

@@ -24,8 +24,38 @@ def tanh_faces(ny: int, length: float, stretching: float) -> np.ndarray:
     return 0.5 * length * (1.0 + np.tanh(stretching * uniform) / np.tanh(stretching))
 
 
+class WallNormalFaces:
+    """Cell widths, centres and centre distances along axis 1 from ``faces_y`` (for grids
+    with a ``shape``, ``faces_y`` and ``periodic_y``)."""
+
+    @property
+    def widths_y(self) -> np.ndarray:
+        """Cell widths along axis 1 (``ny`` values)."""
+        return np.diff(self.faces_y)
+
+    @property
+    def centres_y(self) -> np.ndarray:
+        """Cell-centre positions along axis 1 (``ny`` values)."""
+        return 0.5 * (self.faces_y[:-1] + self.faces_y[1:])
+
+    def centre_distances_y(self) -> np.ndarray:
+        """Distance between the centres on either side of each face (``ny + 1`` values).
+
+        Faces 0 and ``ny``: across the periodic boundary, or from the wall (or axis) to
+        the first centre (half a cell).
+        """
+        widths = self.widths_y
+        distances = np.empty(self.shape[1] + 1)
+        distances[1:-1] = 0.5 * (widths[:-1] + widths[1:])
+        if self.periodic_y:
+            distances[0] = distances[-1] = 0.5 * (widths[0] + widths[-1])
+        else:
+            distances[0], distances[-1] = 0.5 * widths[0], 0.5 * widths[-1]
+        return distances
+
+
 @dataclass(frozen=True)
-class StaggeredGrid:
+class StaggeredGrid(WallNormalFaces):
     """Geometry of the grid (MPI-free; every rank holds all of it, it is small).
 
     Parameters
@@ -68,31 +98,6 @@ class StaggeredGrid:
     def spacing_z(self) -> float:
         """Uniform cell width in z."""
         return self.lengths[2] / self.shape[2]
-
-    @property
-    def widths_y(self) -> np.ndarray:
-        """Cell widths in y (``ny`` values)."""
-        return np.diff(self.faces_y)
-
-    @property
-    def centres_y(self) -> np.ndarray:
-        """Cell-centre positions in y (``ny`` values)."""
-        return 0.5 * (self.faces_y[:-1] + self.faces_y[1:])
-
-    def centre_distances_y(self) -> np.ndarray:
-        """Distance between the centres on either side of each y face (``ny + 1`` values).
-
-        Faces 0 and ``ny``: across the periodic boundary, or from the wall to the first
-        centre (half a cell) with walls.
-        """
-        widths = self.widths_y
-        distances = np.empty(self.shape[1] + 1)
-        distances[1:-1] = 0.5 * (widths[:-1] + widths[1:])
-        if self.periodic_y:
-            distances[0] = distances[-1] = 0.5 * (widths[0] + widths[-1])
-        else:
-            distances[0], distances[-1] = 0.5 * widths[0], 0.5 * widths[-1]
-        return distances
 
     # The z second difference enters every row alike (a cylindrical grid weights it by 1/r²).
     azimuthal_weights_y = None

@@ -31,20 +31,20 @@ import math
 import numpy as np
 
 from tachyflow.errors import ConfigError
-from tachyflow.io.checkpoint import PieceLayout
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
-from tachyflow.solvers.base import Solver, register
+from tachyflow.solvers.base import register
 from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
+from tachyflow.solvers.pencil_solver import PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 INITIAL_CONDITIONS = ("rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe")
 
 
 @register("cylindrical")
-class CylindricalSolver(Solver):
+class CylindricalSolver(PencilSolver):
     """Incompressible flow in a pipe or annulus, in a frame rotating about its axis.
 
     Parameters
@@ -167,22 +167,6 @@ class CylindricalSolver(Solver):
         self.theta_whole = decomposition.p_col == 1
 
     # -- set-up ------------------------------------------------------------------------------
-
-    def coordinates(self, component: str):
-        """Broadcastable (x, r, θ) of the owned points of ``"u"``, ``"v"``, ``"w"`` or ``"p"``."""
-        pencil = self.decomposition.pencils["y"]
-        x = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * self.dx
-        theta = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * self.dt_theta
-        r = self.grid.centres_y
-        if component == "u":
-            x = x + 0.5 * self.dx
-        elif component == "v":
-            r = self.grid.faces_y[1:]
-        elif component == "w":
-            theta = theta + 0.5 * self.dt_theta
-        elif component != "p":
-            raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
-        return x[:, None, None], r[None, :, None], theta[None, None, :]
 
     def set_velocity(self, u, v, w) -> None:
         """Set the owned axial, radial and azimuthal velocity (arrays or callables of the
@@ -463,11 +447,6 @@ class CylindricalSolver(Solver):
         }
         return pieces, {"pressure_gradient": self.pressure_gradient}
 
-    def piece_layout(self) -> PieceLayout:
-        """This rank's y-pencil in the global grid."""
-        pencil = self.decomposition.pencils["y"]
-        return PieceLayout(self.decomposition.global_shape, pencil.start, pencil.shape)
-
     def restore_state(self, pieces, scalars) -> None:
         """Continue from this rank's pieces (collective)."""
         for name, field in (("u", self.u), ("q", self.q), ("w", self.w), ("p", self.p)):
@@ -478,28 +457,6 @@ class CylindricalSolver(Solver):
         self.time = float(scalars["time"])
         self.steps = int(scalars["step"])
         self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))
-
-    def layout(self) -> dict:
-        """Grid and process grid."""
-        return {
-            "grid": list(self.decomposition.global_shape),
-            "proc_grid": list(self.decomposition.proc_grid),
-        }
-
-    def phase_seconds(self) -> dict[str, float]:
-        """FFT, transposes, tridiagonal solves (pressure, r and θ), advection, diffusion."""
-        poisson = self.poisson.timer.seconds
-        return {
-            "fft": poisson["fft"],
-            "transposes": poisson["transpose"],
-            "tdma": poisson["tdma"] + self.timer.seconds["implicit"],
-            "advection": self.timer.seconds["advection"],
-            "diffusion": self.timer.seconds["diffusion"],
-        }
-
-    def free(self) -> None:
-        """Release the Poisson solver's communicators (collective)."""
-        self.poisson.free()
 
 
 def _set_initial_condition(config, solver: CylindricalSolver) -> None:

@@ -29,12 +29,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from tachyflow.io.checkpoint import PieceLayout
 from tachyflow.numerics import stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
-from tachyflow.solvers.base import Solver, register
+from tachyflow.solvers.base import register
+from tachyflow.solvers.pencil_solver import PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 # Low-storage RK3 (Spalart, Moser & Rogers 1991): u_k = u_{k-1} + Δt (γ_k H_{k-1} + ρ_k H_{k-2}).
@@ -57,7 +57,7 @@ class Forcing:
 
 
 @register("incompressible")
-class IncompressibleSolver(Solver):
+class IncompressibleSolver(PencilSolver):
     """Second-order finite-volume incompressible flow solver on a pencil decomposition.
 
     Parameters
@@ -159,22 +159,6 @@ class IncompressibleSolver(Solver):
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
 
     # -- set-up ------------------------------------------------------------------------------
-
-    def coordinates(self, component: str):
-        """Broadcastable (x, y, z) of the owned points of ``"u"``, ``"v"``, ``"w"`` or ``"p"``."""
-        pencil = self.decomposition.pencils["y"]
-        x = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * self.dx
-        z = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * self.dz
-        y = self.grid.centres_y
-        if component == "u":
-            x = x + 0.5 * self.dx
-        elif component == "v":
-            y = self.grid.faces_y[1:]
-        elif component == "w":
-            z = z + 0.5 * self.dz
-        elif component != "p":
-            raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
-        return x[:, None, None], y[None, :, None], z[None, None, :]
 
     def set_velocity(self, u, v, w) -> None:
         """Set the owned velocity values (arrays or callables of the coordinates) (collective)."""
@@ -421,11 +405,6 @@ class IncompressibleSolver(Solver):
         pieces = {name: self.halo.interior(getattr(self, name)) for name in self.fields}
         return pieces, {"pressure_gradient": self.pressure_gradient}
 
-    def piece_layout(self) -> PieceLayout:
-        """This rank's y-pencil in the global grid."""
-        pencil = self.decomposition.pencils["y"]
-        return PieceLayout(self.decomposition.global_shape, pencil.start, pencil.shape)
-
     def restore_state(self, pieces, scalars) -> None:
         """Continue from this rank's pieces of u, v, w, p (collective)."""
         self.set_velocity(pieces["u"], pieces["v"], pieces["w"])
@@ -433,24 +412,6 @@ class IncompressibleSolver(Solver):
         self.time = float(scalars["time"])
         self.steps = int(scalars["step"])
         self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))
-
-    def layout(self) -> dict:
-        """Grid and process grid."""
-        return {
-            "grid": list(self.decomposition.global_shape),
-            "proc_grid": list(self.decomposition.proc_grid),
-        }
-
-    def phase_seconds(self) -> dict[str, float]:
-        """FFT, transposes, TDMA, advection and diffusion time of the steps so far."""
-        poisson = self.poisson.timer.seconds
-        return {
-            "fft": poisson["fft"],
-            "transposes": poisson["transpose"],
-            "tdma": poisson["tdma"] + self.timer.seconds["implicit"],
-            "advection": self.timer.seconds["advection"],
-            "diffusion": self.timer.seconds["diffusion"],
-        }
 
     def statistics(self) -> dict:
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
@@ -485,7 +446,3 @@ class IncompressibleSolver(Solver):
             nx, _, nz = self.grid.shape
             stats["wall_shear"] = self.viscosity * self._sum(slope.sum()) / (nx * nz)
         return stats
-
-    def free(self) -> None:
-        """Release the Poisson solver's communicators (collective)."""
-        self.poisson.free()
