@@ -54,7 +54,8 @@ def run(comm, folder):
     simulation = Simulation(config.parse(CASE, "insitu.toml"), folder, comm, planning="estimate")
     try:
         summary = simulation.run()
-        u = simulation._gather("u")
+        solver = simulation.solver
+        u = solver.decomposition.gather_global(solver.cell_field("u"), "y")
     finally:
         simulation.free()
     return summary, u
