@@ -32,3 +32,18 @@ def test_a_pipe_written_on_two_ranks_continues_on_three(tmp_path):
     assert again.returncode == 0, again.stderr
     timings = json.loads((output / "timings.json").read_text())
     assert timings["final_step"] == 5 and timings["ranks"] == 3
+
+
+def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_path):
+    result = tachyflow(
+        "bench", "cylindrical-step", "-n", "2", "--grid", "8", "6", "8", "--repeats", "2",
+        "--warmup", "1", "-o", str(tmp_path), timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "cylindrical-step_8x6x8_2x1.json").read_text())
+    assert [entry["name"] for entry in document["results"]] == ["tachyflow-cylindrical-step"]
+    assert [entry["name"] for entry in document["peers"]] == ["tachyflow-cartesian-step"]
+    model = document["model"]
+    assert model["ratio_to_cartesian"] > 0
+    assert set(model["phases_per_step"]) == {"pipe", "channel"}
+    assert "fft" in model["phases_per_step"]["pipe"]

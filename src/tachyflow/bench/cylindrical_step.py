@@ -1,0 +1,108 @@
+"""``tachyflow bench cylindrical-step``: the cylindrical (x, r, θ) solver's time step against
+the Cartesian solver's at the same number of cells, in the same run.
+
+The case is the built-in ``pipe`` on the requested (x, r, θ) grid, and the peer the
+built-in ``channel`` on the same (x, y, z) grid: both on the same pencils and process grid,
+timed interleaved after warm-up steps at a fixed Δt each. The ratio of the medians is the
+cost of the cylindrical terms (metric factors, Coriolis, the implicit θ direction with its
+transposes); the issue's goal is 1.3x at most. The phase breakdown of each is recorded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tachyflow import config, runtime
+from tachyflow.bench.harness import Candidate, measure
+from tachyflow.bench.plots import file_stem, grid_title, plot_samples
+from tachyflow.bench.results import new_results
+from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.incompressible import IncompressibleSolver
+
+
+def _solver(kind, case_name: str, global_shape, proc_grid, comm):
+    case = config.load(case_name).replace("grid", cells=tuple(global_shape))
+    if proc_grid is not None:
+        case = case.replace("parallel", proc_grid=tuple(proc_grid))
+    return kind.from_case(case, comm, "measure")
+
+
+def run_cylindrical_step_benchmark(
+    global_shape, proc_grid=None, repeats=5, warmup=3, comm=None
+) -> dict:
+    """Time steps of the pipe and of the channel on the same grid (collective)."""
+    comm = runtime.world() if comm is None else comm
+    pipe = _solver(CylindricalSolver, "pipe", global_shape, proc_grid, comm)
+    channel = _solver(IncompressibleSolver, "channel", global_shape, proc_grid, comm)
+    steps = {}
+    for name, solver in (("pipe", pipe), ("channel", channel)):
+        dt = solver.stable_time_step(0.5)
+        steps[name] = (solver, dt)
+        for _ in range(warmup):
+            solver.step(dt)
+    decomposition = pipe.decomposition
+    params = {
+        "global_shape": list(decomposition.global_shape),
+        "proc_grid": list(decomposition.proc_grid),
+        "dtype": "float64",
+        "repeats": repeats,
+        "warmup": warmup,
+        "case": "pipe (Re_b 5300, flow rate) against channel (Re_tau ~ 180), same cells",
+        "dt": {name: dt for name, (_, dt) in steps.items()},
+    }
+    document = new_results("cylindrical-step", params, comm)
+    healthy = {
+        name: solver.max_divergence() < 1e-9 and np.isfinite(solver.cell_field("u")).all()
+        for name, (solver, _) in steps.items()
+    }
+    before = {name: solver.phase_seconds() for name, (solver, _) in steps.items()}
+    measure(
+        document,
+        [
+            Candidate("tachyflow-cylindrical-step", lambda: pipe.step(steps["pipe"][1]),
+                      healthy["pipe"]),
+            Candidate("tachyflow-cartesian-step", lambda: channel.step(steps["channel"][1]),
+                      healthy["channel"], peer=True),
+        ],
+        comm,
+        repeats,
+        0,
+        f"cylindrical step {'x'.join(map(str, decomposition.global_shape))}",
+    )  # fmt: skip
+    phases = {}
+    for name, (solver, _) in steps.items():
+        after = solver.phase_seconds()
+        phases[name] = {
+            phase: decomposition.maximum(after[phase] - before[name][phase]) / repeats
+            for phase in after
+        }
+    timed = {entry["name"]: entry for entry in document["results"] + document["peers"]}
+    cylindrical = timed["tachyflow-cylindrical-step"]
+    cartesian = timed["tachyflow-cartesian-step"]
+    if cylindrical["verified"] and cartesian["verified"]:
+        document["model"] = {
+            "ratio_to_cartesian": cylindrical["median"] / cartesian["median"],
+            "seconds_per_cell": {
+                "cylindrical": cylindrical["median"] / np.prod(global_shape),
+                "cartesian": cartesian["median"] / np.prod(global_shape),
+            },
+            "phases_per_step": phases,
+        }
+    for solver in (pipe, channel):
+        solver.free()
+        solver.decomposition.free()
+    return document
+
+
+def stem(document: dict) -> str:
+    """File name stem: ``cylindrical-step_64x32x48_2x1``."""
+    return file_stem(document)
+
+
+def plot(document: dict, path):
+    """Box plot of both step times."""
+    title = grid_title(document, "Cylindrical against Cartesian time step")
+    ratio = document.get("model", {}).get("ratio_to_cartesian")
+    if ratio:
+        title += f"; ratio {ratio:.2f}"
+    return plot_samples(document, path, title, "time per step [ms]")
