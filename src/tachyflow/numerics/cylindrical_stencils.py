@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
@@ -58,10 +59,10 @@ class RadialMetrics:
 
         return cls(column(centre), column(width), column(face), column(gap))
 
-
-def _x_average(a):
-    """Average of ``a`` over its own and the next x index (to the next x-face/centre)."""
-    return 0.5 * (a[1:] + a[:-1])
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """``centre, face, width, gap`` as contiguous 1D arrays (for the kernels)."""
+        arrays = (self.centre, self.face, self.width, self.gap)
+        return tuple(np.ascontiguousarray(array.ravel()) for array in arrays)
 
 
 def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0):
@@ -88,53 +89,127 @@ def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarra
     return 2.0 * w_first_ring_mean / m.centre[0, 1, 0]
 
 
+@numba.njit(cache=True)
+def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pragma: no cover
+    nx, nr, nt = hu.shape
+    for i in range(1, nx + 1):
+        for j in range(1, nr + 1):
+            for k in range(1, nt + 1):
+                # Axial momentum at (x-face i, centre j, centre k).
+                ahead = 0.5 * (u[i, j, k] + u[i + 1, j, k])
+                behind = 0.5 * (u[i - 1, j, k] + u[i, j, k])
+                flux_x = (ahead * ahead - behind * behind) / dx
+                above = 0.25 * (q[i, j, k] + q[i + 1, j, k]) * (u[i, j, k] + u[i, j + 1, k])
+                below = (
+                    0.25 * (q[i, j - 1, k] + q[i + 1, j - 1, k]) * (u[i, j - 1, k] + u[i, j, k])
+                )
+                flux_r = (above - below) / (rc[j] * width[j])
+                after = 0.25 * (w[i, j, k] + w[i + 1, j, k]) * (u[i, j, k] + u[i, j, k + 1])
+                before = (
+                    0.25 * (w[i, j, k - 1] + w[i + 1, j, k - 1]) * (u[i, j, k - 1] + u[i, j, k])
+                )
+                flux_t = (after - before) / (rc[j] * dt)
+                hu[i - 1, j - 1, k - 1] = -(flux_x + flux_r + flux_t)
+                # Radial momentum times r at (centre i, r-face j, centre k).
+                ahead = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (q[i, j, k] + q[i + 1, j, k])
+                behind = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (q[i - 1, j, k] + q[i, j, k])
+                )
+                flux_x = (ahead - behind) / dx
+                outer = 0.5 * (q[i, j + 1, k] + q[i, j, k])
+                inner = 0.5 * (q[i, j, k] + q[i, j - 1, k])
+                flux_r = (outer * outer / rc[j + 1] - inner * inner / rc[j]) / gap[j]
+                after = 0.25 * (w[i, j, k] + w[i, j + 1, k]) * (q[i, j, k] + q[i, j, k + 1])
+                before = (
+                    0.25 * (w[i, j, k - 1] + w[i, j + 1, k - 1]) * (q[i, j, k - 1] + q[i, j, k])
+                )
+                flux_t = (after - before) / (rf[j] * dt)
+                swirl = 0.25 * (w[i, j, k] + w[i, j + 1, k] + w[i, j, k - 1] + w[i, j + 1, k - 1])
+                hq[i - 1, j - 1, k - 1] = (
+                    -(flux_x + flux_r + flux_t) + swirl * swirl + 2.0 * rotation * rf[j] * swirl
+                )
+                # Azimuthal momentum at (centre i, centre j, θ-face k): (1/r²) ∂(r q w)/∂r.
+                ahead = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
+                behind = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
+                )
+                flux_x = (ahead - behind) / dx
+                above = (
+                    rf[j] * 0.25 * (q[i, j, k] + q[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
+                )
+                below = (
+                    rf[j - 1] * 0.25 * (q[i, j - 1, k] + q[i, j - 1, k + 1])
+                    * (w[i, j - 1, k] + w[i, j, k])
+                )  # fmt: skip
+                flux_r = (above - below) / (rc[j] * rc[j] * width[j])
+                after = 0.5 * (w[i, j, k + 1] + w[i, j, k])
+                before = 0.5 * (w[i, j, k] + w[i, j, k - 1])
+                flux_t = (after * after - before * before) / (rc[j] * dt)
+                radial = 0.25 * (q[i, j, k] + q[i, j - 1, k] + q[i, j, k + 1] + q[i, j - 1, k + 1])
+                hw[i - 1, j - 1, k - 1] = (
+                    -(flux_x + flux_r + flux_t) - 2.0 * rotation * radial / rc[j]
+                )
+
+
 def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float):
     """Minus the advective terms, plus the Coriolis terms, of u, q and w (owned values).
 
     ``u·∇u`` in the conservative forms of Verzicco & Orlandi; in the radial equation the
     centripetal ``u_θ²`` term; the frame's Coriolis force ``-2Ω × u``.
     """
-    rc, rf, width, gap = m.centre, m.face, m.width, m.gap
-
-    # Axial momentum at (x-face i, centre J, centre k).
-    centres = _x_average(u)  # at cell centres between x-faces
-    flux_x = (centres[1:, I, I] ** 2 - centres[:-1, I, I] ** 2) / dx
-    radial = _x_average(q)[1:, :-1, I] * 0.5 * (u[I, 1:, I] + u[I, :-1, I])  # at r-faces
-    flux_r = (radial[:, 1:] - radial[:, :-1]) / (rc[:, I] * width[:, I])
-    azimuthal = 0.5 * (w[I, I, :-1] + w[UP, I, :-1]) * 0.5 * (u[I, I, 1:] + u[I, I, :-1])
-    flux_t = (azimuthal[:, :, 1:] - azimuthal[:, :, :-1]) / (rc[:, I] * dt)
-    hu = -(flux_x + flux_r + flux_t)
-
-    # Radial momentum times r, at (centre i, r-face J, centre k).
-    axial = 0.5 * (u[:-1, I, I] + u[:-1, UP, I]) * _x_average(q)[:, I, I]  # at x-faces
-    flux_x = (axial[1:] - axial[:-1]) / dx
-    at_centres = 0.5 * (q[I, 1:, I] + q[I, :-1, I]) ** 2 / rc[:, 1:]
-    flux_r = (at_centres[:, 1:] - at_centres[:, :-1]) / gap[:, I]
-    azimuthal = (
-        0.5 * (w[I, I, :-1] + w[I, UP, :-1]) * 0.5 * (q[I, I, 1:] + q[I, I, :-1]) / rf[:, I]
-    )
-    flux_t = (azimuthal[:, :, 1:] - azimuthal[:, :, :-1]) / dt
-    w_here = 0.25 * (w[I, I, I] + w[I, UP, I] + w[I, I, DOWN] + w[I, UP, DOWN])
-    hq = -(flux_x + flux_r + flux_t) + w_here**2 + 2.0 * rotation * rf[:, I] * w_here
-
-    # Azimuthal momentum at (centre i, centre J, θ-face k): (1/r²) ∂(r q w)/∂r form.
-    axial = 0.5 * (u[:-1, I, I] + u[:-1, I, UP]) * _x_average(w)[:, I, I]
-    flux_x = (axial[1:] - axial[:-1]) / dx
-    radial = rf[:, :-1] * 0.5 * (q[I, :-1, I] + q[I, :-1, UP]) * 0.5 * (w[I, :-1, I] + w[I, 1:, I])
-    flux_r = (radial[:, 1:] - radial[:, :-1]) / (rc[:, I] ** 2 * width[:, I])
-    at_centres = (0.5 * (w[I, I, 1:] + w[I, I, :-1])) ** 2
-    flux_t = (at_centres[:, :, 1:] - at_centres[:, :, :-1]) / (rc[:, I] * dt)
-    q_here = 0.25 * (q[I, I, I] + q[I, DOWN, I] + q[I, I, UP] + q[I, DOWN, UP])
-    hw = -(flux_x + flux_r + flux_t) - 2.0 * rotation * q_here / rc[:, I]
+    shape = tuple(n - 2 for n in u.shape)
+    hu, hq, hw = np.empty(shape), np.empty(shape), np.empty(shape)
+    _advection(u, q, w, *m.columns(), dx, dt, float(rotation), hu, hq, hw)
     return hu, hq, hw
 
 
-def _second_difference_x(a, dx):
-    return (a[UP, I, I] - 2.0 * a[I, I, I] + a[DOWN, I, I]) / dx**2
-
-
-def _second_difference_t(a, dt):
-    return (a[I, I, UP] - 2.0 * a[I, I, I] + a[I, I, DOWN]) / dt**2
+@numba.njit(cache=True)
+def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, out):  # pragma: no cover
+    nx, nr, nt = out.shape[1:]
+    for i in range(1, nx + 1):
+        for j in range(1, nr + 1):
+            inverse_rc2 = 1.0 / (rc[j] * rc[j] * dt * dt)
+            for k in range(1, nt + 1):
+                # Axial: (1/r) ∂(r ∂u/∂r)/∂r (no flux through the axis: rf = 0 there).
+                centre = u[i, j, k]
+                above = rf[j] * (u[i, j + 1, k] - centre) / gap[j]
+                below = rf[j - 1] * (centre - u[i, j - 1, k]) / gap[j - 1]
+                out[0, i - 1, j - 1, k - 1] = (
+                    u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]
+                ) / dx**2
+                out[3, i - 1, j - 1, k - 1] = (above - below) / (rc[j] * width[j]) + (
+                    u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]
+                ) * inverse_rc2
+                # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ.
+                centre = q[i, j, k]
+                outer = (q[i, j + 1, k] - centre) / (rc[j + 1] * width[j + 1])
+                inner = (centre - q[i, j - 1, k]) / (rc[j] * width[j])
+                swirl_slope = (
+                    0.5 * (w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]) / dt
+                )
+                out[1, i - 1, j - 1, k - 1] = (
+                    q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]
+                ) / dx**2 - 2.0 * swirl_slope / rf[j]
+                out[4, i - 1, j - 1, k - 1] = rf[j] * (outer - inner) / gap[j] + (
+                    q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]
+                ) / (rf[j] * rf[j] * dt * dt)
+                # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
+                centre = w[i, j, k]
+                above = (rc[j + 1] * w[i, j + 1, k] - rc[j] * centre) / (rf[j] * gap[j])
+                if axis and j == 1:
+                    below = omega[i - 1]  # ω_x on the axis
+                else:
+                    below = (rc[j] * centre - rc[j - 1] * w[i, j - 1, k]) / (
+                        rf[j - 1] * gap[j - 1]
+                    )
+                radial_ahead = 0.5 * (q[i, j, k + 1] + q[i, j - 1, k + 1])
+                radial_here = 0.5 * (q[i, j, k] + q[i, j - 1, k])
+                out[2, i - 1, j - 1, k - 1] = (
+                    w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]
+                ) / dx**2 + 2.0 * (radial_ahead - radial_here) / (dt * rc[j] ** 3)
+                out[5, i - 1, j - 1, k - 1] = (above - below) / width[j] + (
+                    w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]
+                ) * inverse_rc2
 
 
 def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega):
@@ -142,43 +217,18 @@ def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega):
     what is advanced explicitly (the axial second derivative and the θ couplings of u_r
     and u_θ) and what implicitly (the radial and azimuthal second derivatives).
 
-    ``axis_omega``: ``ω_x`` on the axis, broadcastable to ``(nx, 1, nθ)``, or None for an
-    annulus (the hub's ghost values give its flux).
+    ``axis_omega``: ``ω_x`` on the axis per owned x index (shape ``(nx,)``), or None for
+    an annulus (the hub's ghost values give its flux).
 
     Returns
     -------
     explicit, implicit : tuple of 3 arrays each
     """
-    rc, rf, width, gap = m.centre, m.face, m.width, m.gap
-    # Axial: (1/r) ∂(r ∂u/∂r)/∂r, with no flux through the axis (r = 0).
-    flux = rf[:, :-1] * (u[I, 1:, I] - u[I, :-1, I]) / gap[:, :-1]
-    implicit_u = (flux[:, 1:] - flux[:, :-1]) / (rc[:, I] * width[:, I]) + _second_difference_t(
-        u, dt
-    ) / rc[:, I] ** 2
-    # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ, on r-faces.
-    slope = (q[I, 1:, I] - q[I, :-1, I]) / (rc[:, 1:] * width[:, 1:])  # at centres 1..
-    w_slope = 0.5 * ((w[I, I, I] - w[I, I, DOWN]) + (w[I, UP, I] - w[I, UP, DOWN])) / dt
-    implicit_q = (
-        rf[:, I] * (slope[:, 1:] - slope[:, :-1]) / gap[:, I]
-        + _second_difference_t(q, dt) / rf[:, I] ** 2
-    )
-    # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
-    angular = rc * w[I]
-    with np.errstate(divide="ignore", invalid="ignore"):  # the axis face, replaced below
-        flux = (angular[:, 1:, I] - angular[:, :-1, I]) / (rf[:, :-1] * gap[:, :-1])
-    if axis_omega is not None:
-        flux[:, 0:1, :] = axis_omega
-    q_centre = 0.5 * (q[I, I, :] + q[I, DOWN, :])
-    implicit_w = (flux[:, 1:] - flux[:, :-1]) / width[:, I] + _second_difference_t(w, dt) / rc[
-        :, I
-    ] ** 2
-    explicit = (
-        _second_difference_x(u, dx),
-        _second_difference_x(q, dx) - 2.0 * w_slope / rf[:, I],
-        _second_difference_x(w, dx)
-        + 2.0 * (q_centre[:, :, 2:] - q_centre[:, :, 1:-1]) / (dt * rc[:, I] ** 3),
-    )
-    return explicit, (implicit_u, implicit_q, implicit_w)
+    out = np.empty((6, *(n - 2 for n in u.shape)))
+    axis = axis_omega is not None
+    omega = np.ascontiguousarray(axis_omega, dtype=np.float64) if axis else np.zeros(1)
+    _viscous(u, q, w, *m.columns(), dx, dt, axis, omega, out)
+    return tuple(out[:3]), tuple(out[3:])
 
 
 def radial_bands(grid: CylindricalGrid):

@@ -199,13 +199,13 @@ class CylindricalSolver(PencilSolver):
             w[:, 0, :] = 2.0 * inner - w[:, 1, :]
 
     def _axis_vorticity(self):
-        """``ω_x`` on the axis per x, as ``(nx, 1, 1)`` (None for an annulus) (collective)."""
+        """``ω_x`` on the axis per owned x index (None for an annulus) (collective)."""
         if not self.grid.through_axis:
             return None
         ring = self.halo.interior(self.w)[:, 0, :].sum(axis=1)
         total = self.decomposition.sum_across("y", 2, ring)
         mean = total / self.grid.shape[2]
-        return stencils.axis_vorticity(mean, self.metrics)[:, None, None]
+        return stencils.axis_vorticity(mean, self.metrics)
 
     # -- time stepping -----------------------------------------------------------------------
 
