@@ -307,6 +307,30 @@ def test_page_reports_a_run_that_was_killed_and_does_not_retry_it(tmp_path):
             time.sleep(0.1)
 
 
+def test_a_reader_that_dies_attaching_is_started_again_then_given_up(tmp_path, monkeypatch):
+    """A reader killed while attaching (it said nothing) is not the end of a live run: the
+    viewer starts another after 1 s, 2 s, ..., and gives up after ATTACH_ATTEMPTS."""
+    from tachyflow.insitu import monitor, viewer
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monitor.contact_file(run_dir).write_text("a live run's contact\n")
+    attempts = tmp_path / "attempts"
+    # Stands for a reader killed before it spoke: it records its start and exits.
+    monkeypatch.setattr(viewer, "READER_COMMAND", f"open({str(attempts)!r}, 'a').write('x')")
+    monkeypatch.setattr(viewer, "ATTACH_ATTEMPTS", 3)
+    with ViewerServer(run_dir, poll_interval=0.05) as server:
+        first = wait_for(lambda: (s := state(server, "page"))["error"] and s, 10,
+                         "the page was not told of the first death")  # fmt: skip
+        assert "died attaching; again in 1 s" in first["error"]
+        wait_for(lambda: "crashed" in (state(server, "page")["error"] or ""), 20,
+                 "the viewer did not give up")  # fmt: skip
+        for _ in range(5):  # given up: no more readers for this contact
+            state(server, "page")
+            time.sleep(0.1)
+    assert attempts.read_text() == "xxx"
+
+
 def test_server_and_command_check_their_arguments(tmp_path):
     with pytest.raises(ValueError, match="port"):
         ViewerServer(tmp_path, port=70000)

@@ -56,6 +56,9 @@ VIEWER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # How long closing the viewer waits for its reader processes to let go. A reader that is
 # still attaching only notices once the run publishes again; it is left to finish alone.
 DETACH_GRACE = 5.0
+# A reader that dies before it says anything (killed while attaching, say) is started again
+# this many times, after 1, 2, 4, ... seconds, before the viewer gives that run up.
+ATTACH_ATTEMPTS = 4
 # sendBeacon's body is ignored; read at most this much of it so the connection stays sane.
 MAXIMUM_BODY = 4096
 
@@ -136,6 +139,8 @@ class _Feed:
         self._failed_contact: int | None = None
         self._contact_tried: int | None = None
         self._reader_spoke = False  # whether the current reader process sent anything
+        self._silent_deaths = 0  # readers of this contact that died before speaking
+        self._retry_at = 0.0  # monotonic time before which no new reader starts
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tachyflow-view-feed", daemon=True)
 
@@ -174,8 +179,10 @@ class _Feed:
             changed = contact_file(self.run_dir).stat().st_mtime_ns
         except FileNotFoundError:
             return
-        if changed == self._failed_contact:
+        if changed == self._failed_contact or time.monotonic() < self._retry_at:
             return
+        if changed != self._contact_tried:  # a new run: a fresh count of attempts
+            self._silent_deaths = 0
         self._contact_tried = changed
         self._reader_spoke = False
         states_read, states_write = os.pipe()
@@ -200,10 +207,17 @@ class _Feed:
                 self._reader_spoke = True
                 self._receive(kind, payload)
         except (EOFError, OSError):  # the reader process ended
-            if not self._reader_spoke:  # it died attaching: not again to this run
-                self._failed_contact = self._contact_tried
+            if not self._reader_spoke:  # it died attaching: again a few times, then give up
+                self._silent_deaths += 1
+                if self._silent_deaths >= ATTACH_ATTEMPTS:
+                    self._failed_contact = self._contact_tried
+                    message = f"the reader of the run in {self.run_dir} crashed"
+                else:
+                    delay = 2.0 ** (self._silent_deaths - 1)
+                    self._retry_at = time.monotonic() + delay
+                    message = f"the reader of the run died attaching; again in {delay:g} s"
                 with self.lock:
-                    self.snapshot.error = f"the reader of the run in {self.run_dir} crashed"
+                    self.snapshot.error = message
             self._let_go()
 
     def _receive(self, kind: str, payload) -> None:
@@ -211,6 +225,7 @@ class _Feed:
             snapshot = self.snapshot
             if kind == "attached":
                 snapshot.attached, snapshot.finished, snapshot.error = True, False, None
+                self._silent_deaths = 0
             elif kind == "state":
                 self._keep(payload)
             elif kind == "finished":
