@@ -1,6 +1,7 @@
 """Turbulence statistics: exact for a laminar flow, exact moments of synthetic samples on any
 rank count, unchanged by a restart, checked input."""
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,7 +44,7 @@ def test_a_laminar_channel_has_the_exact_parabola_and_no_fluctuations(tmp_path_f
         header = (folder / "profiles.csv").read_text().splitlines()[0].split(",")
         assert header[:12] == ["y", "U", "V", "W", "P", "uu", "vv", "ww", "uv", "uw", "vw", "pp"]
         assert {"Re_tau", "Cf", "samples", "start_time", "end_time"} <= set(
-            __import__("json").loads((folder / "statistics.json").read_text())
+            json.loads((folder / "statistics.json").read_text())
         )
         assert (folder / "images" / "profiles.png").exists()
 
@@ -101,7 +102,10 @@ def test_synthetic_samples_give_their_moments_on_any_rank_count():
     n = per_station.shape[2]
     assert np.abs(moments.mean[0] - 1.0).max() < 5 / np.sqrt(n)
     assert np.abs(covariance[0, 1] - 0.5).max() < 5 / np.sqrt(n)
-    assert np.abs(moments.flatness()[0] - 3.0).max() < 5 * np.sqrt(24 / n)
+    assert np.abs(moments.mean[2:] - [[-2.0], [3.0]]).max() < 5 / np.sqrt(n)
+    assert np.abs(np.diagonal(covariance)[:, :3] - 1.0).max() < 5 * np.sqrt(2 / n)
+    assert np.abs(moments.skewness()[:3]).max() < 5 * np.sqrt(6 / n)
+    assert np.abs(moments.flatness()[:3] - 3.0).max() < 5 * np.sqrt(24 / n)
 
 
 def test_merging_in_any_grouping_gives_the_same_moments():
@@ -146,12 +150,11 @@ def test_statistics_survive_a_restart_unchanged(tmp_path_factory, homogeneous):
     second.free()
     if comm.rank != 0:
         return
-    names = ["statistics.json"]
-    names += (
-        ["profiles.csv"]
-        if homogeneous != "[]"
-        else [f"statistics/fields_vtk/step_00000008/piece_{r:05d}.vtr" for r in range(comm.size)]
-    )
+    names = ["statistics.json", "profiles.csv"]
+    if homogeneous == "[]":
+        names += [
+            f"statistics/fields_vtk/step_00000008/piece_{r:05d}.vtr" for r in range(comm.size)
+        ]
     for name in names:
         assert (folder / "split" / name).read_bytes() == (folder / "straight" / name).read_bytes()
 
@@ -159,7 +162,75 @@ def test_statistics_survive_a_restart_unchanged(tmp_path_factory, homogeneous):
 def test_bad_statistics_keys_are_refused():
     with pytest.raises(ConfigError, match=r"'statistics.homogeneous' must be"):
         config.parse('[statistics]\nhomogeneous = ["y"]\n', "s.toml")
+    with pytest.raises(ConfigError, match=r"'statistics.homogeneous' must be a list"):
+        config.parse('[statistics]\nhomogeneous = "x"\n', "s.toml")
+    with pytest.raises(ConfigError, match=r"'statistics.start_time' must be >= 0"):
+        config.parse("[statistics]\nstart_time = -1.0\n", "s.toml")
+    with pytest.raises(ConfigError, match=r"'statistics.output_every' must be >= 0"):
+        config.parse("[statistics]\noutput_every = -5\n", "s.toml")
     with pytest.raises(ConfigError, match=r"'statistics.every' must be >= 0"):
         config.parse("[statistics]\nevery = -1\n", "s.toml")
     with pytest.raises(ConfigError, match=r"unknown key 'statistics\.start'"):
         config.parse("[statistics]\nstart = 3\n", "s.toml")
+
+
+@pytest.mark.parallel([1, 3])
+def test_fields_and_profiles_are_written_on_the_output_cadence(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(
+        SMALL_CHANNEL.replace("steps = 6", "steps = 8")
+        + "[statistics]\nevery = 2\nstart_step = 4\noutput_every = 3\nhomogeneous = []\n",
+        "c.toml",
+    )
+    folder = shared_folder(tmp_path_factory, comm)
+    run = Simulation(case, folder, comm, planning="estimate")
+    run.run()
+    observer = next(o for o in run.observers if o.name == "turbulence")
+    # The cells' means averaged over the planes are the profile's means.
+    nx, _, nz = case.grid.cells
+    planes = run.decomposition.sum_arrays(observer.cells["mean"].sum(axis=(1, 3))) / (nx * nz)
+    assert np.allclose(planes, observer.moments.mean, rtol=0, atol=1e-14)
+    run.free()
+    if comm.rank != 0:
+        return
+    log = (folder / "log.txt").read_text()
+    assert "no samples yet (from step 4" in log  # step 3: an output step before the window
+    outputs = sorted(p.name for p in (folder / "statistics" / "fields_vtk").glob("*.pvtr"))
+    assert outputs == ["step_00000006.pvtr", "step_00000008.pvtr"]  # output_every, the end
+    pieces = (folder / "statistics" / "fields_vtk" / "step_00000008").glob("*.vtr")
+    assert len(list(pieces)) == comm.size
+    summary = json.loads((folder / "statistics.json").read_text())
+    assert (summary["samples"], summary["start_step"], summary["end_step"]) == (3, 4, 8)
+    assert summary["Re_tau"] > 0 and summary["Cf"] > 0
+    header = (folder / "profiles.csv").read_text().splitlines()[0].split(",")
+    assert {"y", "U", "uu", "vv", "ww", "uv", "y_plus", "U_plus"} <= set(header)
+
+
+@pytest.mark.parallel([1])
+def test_without_walls_the_wall_units_are_null(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.load("taylor-green").replace("grid", cells=(8, 8, 8))
+    case = case.replace("time", steps=2).replace("statistics", every=1)
+    folder = shared_folder(tmp_path_factory, comm)
+    run = Simulation(case, folder, comm, planning="estimate")
+    run.run()
+    run.free()
+    summary = json.loads((folder / "statistics.json").read_text())
+    assert summary["samples"] == 2
+    assert all(summary[key] is None for key in ("u_tau", "Re_tau", "Cf", "Uc_over_Ub"))
+    assert (folder / "profiles.csv").read_text().startswith("y,U,V,W,P,uu,vv,ww,uv")
+
+
+@pytest.mark.parallel([1])
+def test_a_restart_without_cell_statistics_cannot_go_on_with_fields(tmp_path_factory):
+    comm = MPI.COMM_WORLD
+    case = config.parse(CHANNEL + 'homogeneous = ["x", "z"]\n', "c.toml")
+    folder = shared_folder(tmp_path_factory, comm)
+    first = Simulation(case, folder, comm, planning="estimate")
+    first.run(4)
+    first.free()
+    fields = case.replace("statistics", homogeneous=())
+    second = Simulation(fields, folder, comm, restart="latest", planning="estimate")
+    with pytest.raises(ConfigError, match=r"statistics\.homogeneous: the checkpoint's run"):
+        second.run()
+    second.free()

@@ -1,23 +1,27 @@
 """The turbulence-statistics observer: mean profiles, Reynolds stresses and wall units.
 
 Turned on by ``[statistics] every``. From ``start_step`` / ``start_time`` on, every
-``every`` steps, the cell-centred u, v, w, p are sampled and averaged over the
-homogeneous directions and over time:
+``every`` steps, the cell-centred u, v, w, p are sampled and averaged over time and over
+the planes of constant wall-normal coordinate:
 
-- with ``homogeneous = ["x", "z"]`` (``["x", "theta"]`` on a cylindrical grid): one
-  station per wall-normal (radial) position; each sample is a batch of the plane's
-  values, reduced over the ranks and merged into running moments
-  (:class:`~tachyflow.numerics.moments.Moments`: means, the full covariance of u, v, w, p,
-  third and fourth moments of each). Written: ``profiles.csv`` (one row per station),
-  ``statistics.json`` (u_tau, Re_tau, C_f, U_c / U_b, the averaging window, samples) and
+- every run keeps one station per wall-normal (radial) position: each sample is a batch
+  of the plane's values (x and z, or x and θ on a cylindrical grid), reduced over the
+  ranks and merged into running moments (:class:`~tachyflow.numerics.moments.Moments`:
+  means, the full covariance of u, v, w, p, third and fourth moments of each). Written:
+  ``profiles.csv`` (one row per station), ``statistics.json`` (u_tau, Re_tau, C_f,
+  U_c / U_b — null without walls —, the averaging window, samples) and
   ``images/profiles.png`` (U+ against y+ with the law of the wall, rms profiles, the shear
   stress budget);
-- with ``homogeneous = []``: per-cell running means and variances, written at the end as
-  mean and rms fields (``statistics/fields.pvd``, a ``.pvtr`` of one piece per rank).
+- with ``homogeneous = []`` every cell also keeps its own running mean and variance
+  (Welford), written as mean and rms fields (``statistics/fields.pvd``: a ``.pvtr`` of
+  one piece per rank per output; the profiles then average a flow that need not be
+  homogeneous in those planes).
 
-The running state is part of every checkpoint (:meth:`checkpoint_state`), so a restarted
-run goes on averaging as if it had never stopped; the moments are merged pairwise, so the
-averages do not depend on the number of ranks beyond round-off.
+Outputs are written every ``output_every`` steps (whether or not a sample falls on that
+step) and after the last step. The running state is part of every checkpoint
+(:meth:`checkpoint_state`), so a restarted run goes on averaging as if it had never
+stopped; the moments are merged pairwise, so the averages do not depend on the number of
+ranks beyond round-off.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import json
 import numpy as np
 
 from tachyflow import observers
+from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 from tachyflow.numerics.moments import Moments, central_sums
 from tachyflow.observers import Observer, ObserverState, register
@@ -36,6 +41,7 @@ VARIABLES = ("u", "v", "w", "p")
 STRESSES = {"uu": (0, 0), "vv": (1, 1), "ww": (2, 2), "uv": (0, 1), "uw": (0, 2),
             "vw": (1, 2), "pp": (3, 3)}  # fmt: skip
 KAPPA, CONSTANT = 0.41, 5.2  # the log law drawn for comparison
+WALL_KEYS = ("wall_shear_stress", "u_tau", "Re_tau", "Cf", "Uc_over_Ub")
 
 
 @register
@@ -47,13 +53,15 @@ class TurbulenceStatistics(Observer):
     def __init__(self, section, viscosity: float):
         self.every = section.every
         self.start_step, self.start_time = section.start_step, section.start_time
-        self.profiles = bool(section.homogeneous)
+        self.keeps_cells = not section.homogeneous
         self.output_every = section.output_every
         self.viscosity = viscosity
-        self.moments: Moments | None = None
-        self.cells: dict[str, np.ndarray] = {}  # per-cell mean and M2 (no homogeneity)
+        self.moments: Moments | None = None  # per station: planes and time
+        self.cells: dict[str, np.ndarray] = {}  # per cell: mean and M2 (no homogeneity)
         self.window = {"start_time": None, "start_step": None, "end_time": None,
                        "end_step": None, "samples": 0}  # fmt: skip
+        self._field_files = None  # VTKFieldWriter of the mean and rms fields
+        self._written = None  # the step of the last output
 
     @classmethod
     def from_case(cls, config, options):
@@ -62,32 +70,41 @@ class TurbulenceStatistics(Observer):
         observers.require_structured(config, "statistics")
         return cls(config.statistics, config.flow.viscosity)
 
+    def due(self, step: int) -> bool:
+        """A sampling step (every ``every``) or an output step (every ``output_every``)."""
+        return step % self.every == 0 or self._output_due(step)
+
+    def _output_due(self, step: int) -> bool:
+        return bool(self.output_every) and step % self.output_every == 0
+
     # -- sampling ----------------------------------------------------------------------------
 
     def start(self, run) -> None:
-        if self.moments is None and not self.cells:
-            if self.profiles:
-                self.moments = Moments.empty(len(VARIABLES), run.solver.grid.shape[1])
-            else:
-                shape = (len(VARIABLES), *run.solver.piece_layout().shape)
-                self.cells = {"mean": np.zeros(shape), "m2": np.zeros(shape)}
+        if self.moments is None:
+            self.moments = Moments.empty(len(VARIABLES), run.solver.grid.shape[1])
+        if self.keeps_cells and not self.cells:
+            shape = (len(VARIABLES), *run.solver.piece_layout().shape)
+            self.cells = {"mean": np.zeros(shape), "m2": np.zeros(shape)}
 
     def observe(self, run) -> None:
         solver = run.solver
-        if solver.steps < self.start_step or solver.time < self.start_time:
-            return
+        started = solver.steps >= self.start_step and solver.time >= self.start_time
+        if started and solver.steps % self.every == 0:
+            self._sample(solver)
+        if self._output_due(solver.steps):
+            self._write(run)
+
+    def _sample(self, solver) -> None:
+        """Merge the current state into the running moments (collective)."""
         values = np.stack([solver.cell_field(name) for name in VARIABLES])
-        if self.profiles:
-            self._sample_planes(solver.decomposition, values)
-        else:
+        self._sample_planes(solver.decomposition, values)
+        if self.keeps_cells:
             self._sample_cells(values)
         window = self.window
         if window["samples"] == 0:
             window["start_time"], window["start_step"] = solver.time, solver.steps
         window["end_time"], window["end_step"] = solver.time, solver.steps
         window["samples"] += 1
-        if self.output_every and solver.steps % self.output_every == 0:
-            self._write(run)
 
     def _sample_planes(self, decomposition, values: np.ndarray) -> None:
         """Merge one sample: the planes' values as one batch per station (collective)."""
@@ -108,7 +125,7 @@ class TurbulenceStatistics(Observer):
         self.cells["m2"] += delta * (values - self.cells["mean"])
 
     def finish(self, run) -> None:
-        if self.window["samples"]:
+        if self._written != run.solver.steps:  # unless the loop just wrote them
             self._write(run)
 
     # -- restart -----------------------------------------------------------------------------
@@ -117,20 +134,24 @@ class TurbulenceStatistics(Observer):
         window = np.array(
             [np.nan if value is None else value for value in self.window.values()], float
         )
-        if self.profiles:
-            return ObserverState(replicated={**self.moments.as_arrays(), "window": window})
-        pieces = {f"{key}_{name}": self.cells[key][index] for key in ("mean", "m2")
+        replicated = {**self.moments.as_arrays(), "window": window}
+        pieces = {f"{key}_{name}": self.cells[key][index] for key in self.cells
                   for index, name in enumerate(VARIABLES)}  # fmt: skip
-        return ObserverState(replicated={"window": window}, pieces=pieces)
+        return ObserverState(replicated=replicated, pieces=pieces)
 
     def restore_state(self, run, state: ObserverState) -> None:
         window = state.replicated["window"]
         for key, value in zip(list(self.window), window, strict=True):
             counted = key.endswith("step") or key == "samples"  # integers, stored as floats
             self.window[key] = None if np.isnan(value) else int(value) if counted else value
-        if self.profiles and "count" in state.replicated:
-            self.moments = Moments.from_arrays(state.replicated)
-        elif not self.profiles and state.pieces:
+        self.moments = Moments.from_arrays(state.replicated)
+        if self.keeps_cells:
+            if not state.pieces:  # the same on every rank: the checkpoint's global arrays
+                raise ConfigError(
+                    "statistics.homogeneous: the checkpoint's run averaged over planes only, "
+                    "without per-cell statistics to continue with homogeneous = []; restart "
+                    "with the homogeneous directions it had, or start a new run"
+                )
             self.cells = {
                 key: np.stack([state.pieces[f"{key}_{name}"] for name in VARIABLES])
                 for key in ("mean", "m2")
@@ -142,14 +163,22 @@ class TurbulenceStatistics(Observer):
     # -- output ------------------------------------------------------------------------------
 
     def _write(self, run) -> None:
-        if self.profiles:
-            table, summary = self._profiles(run.solver.grid)
-            if run.root:
-                _write_profiles(run.output / "profiles.csv", table)
-                _write_json(run.output / "statistics.json", summary)
-                _plot_profiles(run.output / "images" / "profiles.png", table, summary)
+        """``profiles.csv``, ``statistics.json``, the plot, and the mean and rms fields when
+        every cell keeps its own (collective); a line in the log while nothing is sampled."""
+        self._written = run.solver.steps
+        if not self.window["samples"]:
+            run.log(
+                f"turbulence statistics: no samples yet (from step {self.start_step}, "
+                f"time {self.start_time:g}, every {self.every} steps)"
+            )
             return
-        self._write_fields(run)
+        table, summary = self._profiles(run.solver.grid)
+        if run.root:
+            _write_profiles(run.output / "profiles.csv", table)
+            _write_json(run.output / "statistics.json", summary)
+            _plot_profiles(run.output / "images" / "profiles.png", table, summary)
+        if self.keeps_cells:
+            self._write_fields(run)
 
     def _profiles(self, grid) -> tuple[dict[str, np.ndarray], dict]:
         """The columns of ``profiles.csv`` and the summary, from the moments (every rank)."""
@@ -166,6 +195,7 @@ class TurbulenceStatistics(Observer):
                 table[f"{name}_{kind}"] = values[index]
         bulk = float(np.dot(table["U"], grid.volume_weights_y))
         summary = {"bulk_velocity": bulk, "viscosity": nu, **self.window}
+        summary.update(dict.fromkeys(WALL_KEYS))  # null without walls
         distance = grid.wall_distances_y
         if distance is not None:
             stress = nu * _mean_wall_slope(table["U"], distance)
@@ -190,20 +220,19 @@ class TurbulenceStatistics(Observer):
         return table, summary
 
     def _write_fields(self, run) -> None:
-        """Mean and rms fields of every cell, as VTK pieces (collective)."""
+        """Mean and rms fields of every cell, one VTK piece per rank (collective)."""
         from tachyflow.io.vtk_files import VTKFieldWriter
 
-        samples = max(self.window["samples"], 1)
+        solver, samples = run.solver, self.window["samples"]
         fields = {f"mean_{name}": self.cells["mean"][i] for i, name in enumerate(VARIABLES)}
         fields.update({f"rms_{name}": np.sqrt(self.cells["m2"][i] / samples)
                        for i, name in enumerate(VARIABLES)})  # fmt: skip
-        solver = run.solver
-        writer = VTKFieldWriter(run.comm, run.output / "statistics", solver.grid,
-                                solver.piece_layout())  # fmt: skip
-        writer.write(solver.steps, solver.time, fields)
-        if run.root:
-            _write_json(run.output / "statistics.json", {"viscosity": self.viscosity,
-                                                          **self.window})  # fmt: skip
+        if self._field_files is None:  # a restart keeps the outputs up to its checkpoint
+            self._field_files = VTKFieldWriter(
+                run.comm, run.output / "statistics", solver.grid, solver.piece_layout(),
+                run.first_step if run.restarted else None,
+            )  # fmt: skip
+        self._field_files.write(solver.steps, solver.time, fields)
 
 
 def _steady_total_stress(grid, coordinate: np.ndarray) -> np.ndarray | None:
