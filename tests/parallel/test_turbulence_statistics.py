@@ -49,6 +49,35 @@ def test_a_laminar_channel_has_the_exact_parabola_and_no_fluctuations(tmp_path_f
         assert (folder / "images" / "profiles.png").exists()
 
 
+@pytest.mark.parallel([1])
+def test_the_poiseuille_case_from_rest_averages_what_is_left_of_its_start_up(tmp_path_factory):
+    """The built-in case as shipped (from rest, 400 steps of 0.25), averaged over its last
+    100 steps: the parabola minus the time average of the start-up's decaying modes
+    ``32 U_max / (n π)³ sin(nπy/H) exp(-ν (nπ/H)² t)`` (n odd), and u_rms their spread in
+    time; v and w stay 0."""
+    comm = MPI.COMM_WORLD
+    case = config.load("poiseuille").replace("statistics", every=1, start_step=300)
+    run = Simulation(case, shared_folder(tmp_path_factory, comm), comm, planning="estimate")
+    run.run()
+    observer = next(o for o in run.observers if o.name == "turbulence")
+    table, _ = observer._profiles(run.solver.grid)
+    run.free()
+    height, nu, gradient = case.grid.lengths[1], case.flow.viscosity, case.flow.forcing_value
+    y, times = table["y"][:, None], np.arange(300, 401) * case.time.dt
+    u_max = gradient * height**2 / (8 * nu)
+    start_up = sum(
+        32 * u_max / (n * np.pi) ** 3 * np.sin(n * np.pi * y / height)
+        * np.exp(-nu * (n * np.pi / height) ** 2 * times)
+        for n in (1, 3, 5, 7)
+    )  # fmt: skip
+    parabola = gradient / (2 * nu) * table["y"] * (height - table["y"])
+    left = start_up.mean(axis=1)
+    assert 1e-5 < left.max() < 1e-4 * u_max  # a transient this test can see
+    assert np.abs(parabola - table["U"] - left).max() < 0.02 * left.max()
+    assert np.abs(table["u_rms"] - start_up.std(axis=1)).max() < 0.02 * start_up.std(axis=1).max()
+    assert table["v_rms"].max() < 1e-12 and table["w_rms"].max() < 1e-12
+
+
 SHAPE = (6, 5, 8)
 
 
