@@ -127,13 +127,19 @@ class Moments:
 
 def central_sums(values: np.ndarray, mean: np.ndarray, axes: tuple[int, ...]):
     """``Σ (a - ā)^p`` for p = 2, 3, 4 (shape (3, k, ...)) and ``Σ (a - ā)(b - b̄)`` over
-    ``axes`` of ``values`` (k variables on axis 0), about the given ``mean`` (broadcast)."""
+    ``axes`` of ``values`` (k variables on axis 0), about the given ``mean`` (broadcast).
+
+    Powers by products, not ``**`` (whose cubes and fourth powers go through ``pow``): a
+    sample of 4 variables on 2.6 M cells takes 0.14 s instead of 1.3 s."""
     deviation = values - mean
-    powers = np.stack([np.sum(deviation**p, axis=axes) for p in (2, 3, 4)])
+    square = deviation * deviation
+    powers = np.stack([square.sum(axis=axes), (square * deviation).sum(axis=axes),
+                       (square * square).sum(axis=axes)])  # fmt: skip
     k = values.shape[0]
+    each = tuple(axis - 1 for axis in axes)  # the same axes of one variable
     cross = np.empty((k, k, *powers.shape[2:]))
     for a in range(k):
-        for b in range(a, k):
-            cross[a, b] = cross[b, a] = np.sum(deviation[a] * deviation[b], axis=tuple(
-                axis - 1 for axis in axes))  # fmt: skip
+        cross[a, a] = powers[0, a]
+        for b in range(a + 1, k):
+            cross[a, b] = cross[b, a] = (deviation[a] * deviation[b]).sum(axis=each)
     return powers, cross
