@@ -35,8 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command_object
     ranks = getattr(args, "ranks", None)
     if ranks is not None and not runtime.under_launcher():
-        code = command.orchestrate(args, arguments)  # commands that also launch peers
-        return runtime.relaunch(ranks, arguments) if code is None else code
+        try:
+            code = command.orchestrate(args, arguments)  # commands that also launch peers
+            nodes = getattr(args, "nodes", None)
+            return runtime.relaunch(ranks, arguments, nodes=nodes) if code is None else code
+        except TachyflowError as error:  # e.g. --nodes without an emulated cluster
+            print(f"tachyflow: error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if "ranks" in vars(args) and getattr(args, "nodes", None) is not None and ranks is None:
+        print("tachyflow: error: --nodes needs -n (the number of ranks)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         if command.uses_mpi:
             size = runtime.initialise_mpi().Get_size()

@@ -76,15 +76,30 @@ def find_mpiexec() -> str:
     return on_path
 
 
+def launcher(ranks: int, nodes: int | None = None) -> list[str]:
+    """The command that starts a program on ``ranks`` ranks: ``mpiexec -n RANKS``, or, with
+    ``nodes``, spread over that many nodes of the emulated cluster."""
+    if nodes is None:
+        return [find_mpiexec(), "-n", str(ranks)]
+    from tachyflow import cluster
+
+    return cluster.launch_command(ranks, nodes)
+
+
 def relaunch(
-    ranks: int, arguments: Sequence[str], extra_environment: dict | None = None, stderr=None
+    ranks: int,
+    arguments: Sequence[str],
+    extra_environment: dict | None = None,
+    stderr=None,
+    nodes: int | None = None,
 ) -> int:
     """Run ``python -m tachyflow ARGUMENTS`` on ``ranks`` processes; return its exit code.
 
     ``extra_environment`` is added to this process's environment; ``stderr`` (a file) takes
-    the job's standard error instead of the terminal.
+    the job's standard error instead of the terminal; ``nodes`` spreads the ranks over that
+    many nodes of the emulated cluster (:mod:`tachyflow.cluster`).
     """
-    command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tachyflow", *arguments]
+    command = [*launcher(ranks, nodes), sys.executable, "-m", "tachyflow", *arguments]
     environment = {**ONE_THREAD_PER_RANK, **os.environ, **(extra_environment or {})}
     if sys.stderr.isatty():
         environment[TERMINAL_VARIABLE] = str(shutil.get_terminal_size().columns)
@@ -117,18 +132,27 @@ def _die_with_parent() -> None:
 
 
 def mpi_info(comm) -> dict:
-    """MPI library, standard version, ranks and ranks per node (collective over ``comm``)."""
+    """MPI library, standard version, ranks, nodes, ranks per node and the network between
+    nodes (collective over ``comm``). A node is a host and network namespace: the nodes of
+    an emulated cluster (:mod:`tachyflow.cluster`) count apart."""
     from collections import Counter
 
     from mpi4py import MPI
 
-    nodes = Counter(comm.allgather(MPI.Get_processor_name()))
+    try:
+        namespace = os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        namespace = 0
+    nodes = Counter(comm.allgather((MPI.Get_processor_name(), namespace)))
     return {
         "library": MPI.Get_library_version().strip().splitlines()[0],
         "standard": "{}.{}".format(*MPI.Get_version()),
         "ranks": comm.Get_size(),
         "nodes": len(nodes),
         "ranks_per_node": max(nodes.values()),
+        "network": os.environ.get("TACHYFLOW_NETWORK", "shared memory")
+        if len(nodes) > 1
+        else "shared memory",
     }
 
 

@@ -273,8 +273,13 @@ def _plan_file(folder: Path, largest: int) -> Path:
     return plan
 
 
-def run_c_peer(mpiexec: str, ranks: int, largest: int, repeats: int) -> list[dict]:
-    """Build the C ping-pong with the runtime's mpicc and run it; its results entries."""
+def run_c_peer(launcher: list[str], largest: int, repeats: int) -> list[dict]:
+    """Build the C ping-pong with the runtime's mpicc and run it with ``launcher`` (the
+    command up to the program: ``mpiexec -n 2``, or across emulated nodes); its results
+    entries."""
+    from tachyflow.runtime import find_mpiexec
+
+    mpiexec = find_mpiexec()
     mpicc = Path(mpiexec).with_name("mpicc")
     if not mpicc.exists():
         raise FileNotFoundError(f"no mpicc beside {mpiexec} to build the C ping-pong")
@@ -291,9 +296,7 @@ def run_c_peer(mpiexec: str, ranks: int, largest: int, repeats: int) -> list[dic
         )
         output = subprocess.run(
             [
-                mpiexec,
-                "-n",
-                str(ranks),
+                *launcher,
                 str(folder / "pingpong"),
                 str(_plan_file(folder, largest)),
                 str(repeats),
@@ -320,13 +323,12 @@ def run_c_peer(mpiexec: str, ranks: int, largest: int, repeats: int) -> list[dic
     ]
 
 
-def run_mpi4py_peer(mpiexec: str, ranks: int, largest: int) -> list[dict]:
-    """``python -m mpi4py.bench pingpong`` (powers of two, its own iteration counts)."""
+def run_mpi4py_peer(launcher: list[str], largest: int) -> list[dict]:
+    """``python -m mpi4py.bench pingpong`` (powers of two, its own iteration counts), run
+    with ``launcher``."""
     output = subprocess.run(
         [
-            mpiexec,
-            "-n",
-            str(ranks),
+            *launcher,
             sys.executable,
             "-m",
             "mpi4py.bench",

@@ -83,6 +83,13 @@ def add_ranks(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="run on N MPI ranks, launching mpiexec when not already under a launcher",
     )
+    parser.add_argument(
+        "--nodes",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="spread the ranks over K nodes of the emulated cluster (`tachyflow cluster up`)",
+    )
 
 
 def add_output(parser: argparse.ArgumentParser) -> None:

@@ -61,19 +61,15 @@ class PingPong(Benchmark):
         from tachyflow.bench import pingpong
         from tachyflow.bench.results import read_results
 
-        code = runtime.relaunch(args.ranks, arguments)
+        code = runtime.relaunch(args.ranks, arguments, nodes=args.nodes)
         if code or args.no_peer:
             return code
         path = Path(args.output) / f"pingpong_{args.ranks}ranks.json"
         document = read_results(path)
-        mpiexec = runtime.find_mpiexec()
+        launcher = runtime.launcher(args.ranks, args.nodes)  # the peers run where ours did
         peers = {
-            pingpong.C_PEER: lambda: pingpong.run_c_peer(
-                mpiexec, args.ranks, args.max_size, args.repeats
-            ),
-            pingpong.MPI4PY_PEER: lambda: pingpong.run_mpi4py_peer(
-                mpiexec, args.ranks, args.max_size
-            ),
+            pingpong.C_PEER: lambda: pingpong.run_c_peer(launcher, args.max_size, args.repeats),
+            pingpong.MPI4PY_PEER: lambda: pingpong.run_mpi4py_peer(launcher, args.max_size),
         }
         for name, measure in peers.items():
             print(f"measuring peer {name} ...", flush=True)

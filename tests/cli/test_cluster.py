@@ -1,0 +1,99 @@
+"""The emulated cluster: two network namespaces on a bridge, a shaped link, MPI over TCP
+between them. Skipped where namespaces cannot be made (not root, no iproute2)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.test_cli import tachyflow
+
+PINGPONG = """
+import sys, numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+size = int(sys.argv[1])
+buffer = np.zeros(size, dtype=np.uint8)
+for label, repeats in (("warm", 1), ("timed", 4)):
+    comm.Barrier()
+    start = MPI.Wtime()
+    for _ in range(repeats):
+        if comm.rank == 0:
+            comm.Send(buffer, 1); comm.Recv(buffer, 1)
+        else:
+            comm.Recv(buffer, 0); comm.Send(buffer, 0)
+    seconds = (MPI.Wtime() - start) / (2 * repeats)
+if comm.rank == 0:
+    print(size / seconds)
+"""
+
+
+def namespaces_possible() -> str | None:
+    """Why namespaces cannot be made here, or None."""
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "iproute2 (ip, tc) is not installed"
+    probe = subprocess.run(["ip", "netns", "add", "tachyflow-probe"], capture_output=True)
+    if probe.returncode:
+        return f"cannot make network namespaces: {probe.stderr.decode().strip()}"
+    subprocess.run(["ip", "netns", "del", "tachyflow-probe"], capture_output=True)
+    return None
+
+
+@pytest.fixture
+def cluster_state(tmp_path, monkeypatch):
+    reason = namespaces_possible()
+    if reason:
+        pytest.skip(reason)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    if "tachyflow-node" in listed:
+        pytest.skip("an emulated cluster is up: not touching it")
+    monkeypatch.setenv("TACHYFLOW_CLUSTER_STATE", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    tachyflow("cluster", "down")
+
+
+def test_two_shaped_nodes_come_up_carry_mpi_over_tcp_and_go_down(cluster_state, tmp_path):
+    up = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "100Mbit")
+    assert up.returncode == 0, up.stderr
+    again = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "100Mbit")
+    assert again.returncode == 0 and "already up" in again.stdout
+    status = json.loads(tachyflow("cluster", "status").stdout)
+    assert status["up"] and status["addresses"] == ["10.231.0.1", "10.231.0.2"]
+    # A 4 MiB ping-pong between the nodes: TCP through the shaped link, 12.5 MB/s.
+    script = tmp_path / "pingpong.py"
+    script.write_text(PINGPONG)
+    from tachyflow import runtime
+
+    launcher = runtime.launcher(2, 2)
+    result = subprocess.run(
+        [*launcher, sys.executable, str(script), str(4 * 2**20)],
+        capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PMI_")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    bandwidth = float(result.stdout.split()[-1])
+    assert abs(bandwidth / 12.5e6 - 1) < 0.15, bandwidth
+    # Our own commands spread over the nodes record it.
+    info = tachyflow("info", "-n", "2", "--nodes", "2", "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["nodes"] == 2
+    down = tachyflow("cluster", "down")
+    assert down.returncode == 0 and "tachyflow-node0" in down.stdout
+    listed = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    assert "tfveth" not in listed and "tfbr0" not in listed
+    assert (
+        "tachyflow-node"
+        not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    )
+
+
+def test_cluster_input_is_checked(cluster_state):
+    bad = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "fast")
+    assert bad.returncode == 2 and "expected a rate such as 100Mbit" in bad.stderr
+    missing = tachyflow("info", "-n", "2", "--nodes", "2")
+    assert missing.returncode == 2 and "no emulated cluster is up" in missing.stderr
+    no_ranks = tachyflow("info", "--nodes", "2")
+    assert no_ranks.returncode == 2 and "--nodes needs -n" in no_ranks.stderr
