@@ -47,3 +47,20 @@ def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_pat
     assert model["ratio_to_cartesian"] > 0
     assert set(model["phases_per_step"]) == {"pipe", "channel"}
     assert "fft" in model["phases_per_step"]["pipe"]
+
+
+def test_pipe_fields_are_a_cylinder_in_cartesian_points_for_paraview(tmp_path):
+    from vtkmodules.vtkIOXML import vtkXMLPStructuredGridReader
+
+    output = tmp_path / "pipe"
+    result = tachyflow("run", "pipe", "-n", "2", "--steps", "2", "-o", str(output), timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert len(list((output / "fields_vtk" / "step_00000002").glob("piece_*.vts"))) == 2
+    reader = vtkXMLPStructuredGridReader()
+    reader.SetFileName(str(output / "fields_vtk" / "step_00000002.pvts"))
+    reader.Update()
+    dataset = reader.GetOutput()
+    assert dataset.GetNumberOfCells() == 64 * 32 * 48
+    bounds = dataset.GetBounds()  # x from 0 to 10; y and z across the unit circle
+    assert bounds == pytest.approx((0.0, 10.0, -1.0, 1.0, -1.0, 1.0), abs=1e-12)
+    assert dataset.GetCellData().GetArray("u").GetRange()[1] > 1.0

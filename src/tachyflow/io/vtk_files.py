@@ -18,33 +18,53 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from tachyflow.io.files import replacing
-from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import agreement
 
 
-def _piece_dataset(grid: StaggeredGrid, layout):
-    """An empty VTK rectilinear grid of the cells of one piece, in global extents."""
-    from vtkmodules.util.numpy_support import numpy_to_vtk
-    from vtkmodules.vtkCommonDataModel import vtkRectilinearGrid
-
-    faces = (
+def _face_coordinates(grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Face positions along the three axes (x, y, z; or x, r, θ)."""
+    return (
         np.arange(grid.shape[0] + 1) * grid.spacing_x,
         np.asarray(grid.faces_y, dtype=np.float64),
         np.arange(grid.shape[2] + 1) * grid.spacing_z,
     )
+
+
+def _piece_dataset(grid, layout):
+    """An empty VTK dataset of the cells of one piece, in global extents: a rectilinear
+    grid, or, on a cylindrical grid, a structured grid of Cartesian points (x, r cos θ,
+    r sin θ), so that ParaView shows the pipe as it is. Returns the dataset, the piece
+    files' suffix and the parallel file's type."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkRectilinearGrid, vtkStructuredGrid
+
+    faces = [
+        faces[first : first + count + 1]
+        for faces, first, count in zip(_face_coordinates(grid), layout.start, layout.shape,
+                                       strict=True)
+    ]  # fmt: skip
+    extent = [
+        bound for s, n in zip(layout.start, layout.shape, strict=True) for bound in (s, s + n)
+    ]
+    if grid.axis_names[1] == "r":
+        x, r, theta = np.meshgrid(*faces, indexing="ij")
+        points = np.stack([x, r * np.cos(theta), r * np.sin(theta)], axis=-1)
+        flat = np.ascontiguousarray(points.transpose(2, 1, 0, 3).reshape(-1, 3))
+        dataset = vtkStructuredGrid()
+        dataset.SetExtent(*extent)
+        vtk_points = vtkPoints()
+        vtk_points.SetData(numpy_to_vtk(flat, deep=True))
+        dataset.SetPoints(vtk_points)
+        return dataset, ".vts", "PStructuredGrid"
     dataset = vtkRectilinearGrid()
-    extent = []
     setters = (dataset.SetXCoordinates, dataset.SetYCoordinates, dataset.SetZCoordinates)
-    for axis, (setter, name) in enumerate(zip(setters, "xyz", strict=True)):
-        first, count = layout.start[axis], layout.shape[axis]
-        coordinates = numpy_to_vtk(
-            np.ascontiguousarray(faces[axis][first : first + count + 1]), deep=True
-        )
+    for setter, name, values in zip(setters, "xyz", faces, strict=True):
+        coordinates = numpy_to_vtk(np.ascontiguousarray(values), deep=True)
         coordinates.SetName(name)
         setter(coordinates)
-        extent += [first, first + count]
     dataset.SetExtent(*extent)
-    return dataset
+    return dataset, ".vtr", "PRectilinearGrid"
 
 
 def _extent(layout) -> str:
@@ -60,8 +80,8 @@ class VTKFieldWriter:
         The ranks holding the pieces; :meth:`write` is collective over it.
     folder : path
         The run's output folder; files go to ``folder/fields_vtk`` and ``folder/fields.pvd``.
-    grid : StaggeredGrid
-        Geometry of the cells.
+    grid : StaggeredGrid or CylindricalGrid
+        Geometry of the cells (a cylindrical grid is written in Cartesian points).
     layout : tachyflow.io.checkpoint.PieceLayout
         Where this rank's piece lies in the global grid.
     keep_until : int, optional
@@ -70,13 +90,13 @@ class VTKFieldWriter:
         that did not finish, and are dropped).
     """
 
-    def __init__(self, comm, folder, grid: StaggeredGrid, layout, keep_until: int | None = None):
+    def __init__(self, comm, folder, grid, layout, keep_until: int | None = None):
         self.comm = comm
         self.folder = Path(folder)
         self.grid = grid
         self.layout = layout
         self._layouts = comm.gather(layout, root=0)
-        self._dataset = _piece_dataset(grid, layout)
+        self._dataset, self._suffix, self._parallel_type = _piece_dataset(grid, layout)
         self._entries: list[tuple[float, str]] = []
         collection = self.folder / "fields.pvd"
         if keep_until is not None and comm.Get_rank() == 0 and collection.exists():
@@ -89,10 +109,10 @@ class VTKFieldWriter:
     def write(self, step: int, time: float, pieces: dict[str, np.ndarray]) -> Path:
         """Write this rank's cell-centred ``pieces`` of one step (collective)."""
         from vtkmodules.util.numpy_support import numpy_to_vtk
-        from vtkmodules.vtkIOXML import vtkXMLRectilinearGridWriter
+        from vtkmodules.vtkIOXML import vtkXMLRectilinearGridWriter, vtkXMLStructuredGridWriter
 
         stem = f"fields_vtk/step_{step:08d}"
-        piece_name = f"{stem}/piece_{self.comm.Get_rank():05d}.vtr"
+        piece_name = f"{stem}/piece_{self.comm.Get_rank():05d}{self._suffix}"
         with agreement.collectively(self.comm, OSError):
             if self.layout.size:
                 cells = self._dataset.GetCellData()
@@ -106,7 +126,11 @@ class VTKFieldWriter:
                     array = numpy_to_vtk(flat.ravel())
                     array.SetName(name)
                     cells.AddArray(array)
-                writer = vtkXMLRectilinearGridWriter()
+                writer = (
+                    vtkXMLStructuredGridWriter()
+                    if self._suffix == ".vts"
+                    else vtkXMLRectilinearGridWriter()
+                )
                 writer.SetInputData(self._dataset)
                 writer.SetDataModeToAppended()
                 writer.SetCompressorTypeToZLib()
@@ -114,28 +138,37 @@ class VTKFieldWriter:
                     writer.SetFileName(str(temporary))
                     if writer.Write() != 1:
                         raise OSError(f"VTK could not write {self.folder / piece_name}")
-        path = self.folder / f"{stem}.pvtr"
+        path = self.folder / f"{stem}.p{self._suffix[1:]}"
         agreement.on_root(self.comm, lambda: self._write_step(path, step, time, list(pieces)))
         return path
 
     def _write_step(self, path: Path, step: int, time: float, names: list[str]) -> None:
-        """The step's ``.pvtr`` and the collection (rank 0)."""
+        """The step's parallel file (``.pvtr`` or ``.pvts``) and the collection (rank 0)."""
         arrays = "".join(f'      <PDataArray type="Float64" Name="{name}"/>\n' for name in names)
-        coordinates = "".join(f'      <PDataArray type="Float64" Name="{a}"/>\n' for a in "xyz")
+        if self._suffix == ".vts":
+            geometry = (
+                '    <PPoints>\n      <PDataArray type="Float64" NumberOfComponents="3"/>\n'
+                "    </PPoints>\n"
+            )
+        else:
+            coordinates = "".join(
+                f'      <PDataArray type="Float64" Name="{a}"/>\n' for a in "xyz"
+            )
+            geometry = f"    <PCoordinates>\n{coordinates}    </PCoordinates>\n"
         pieces = "".join(
             f'    <Piece Extent="{_extent(layout)}" '
-            f'Source="step_{step:08d}/piece_{rank:05d}.vtr"/>\n'
+            f'Source="step_{step:08d}/piece_{rank:05d}{self._suffix}"/>\n'
             for rank, layout in enumerate(self._layouts)
             if layout.size
         )
         whole = " ".join(f"0 {n}" for n in self.grid.shape)
+        kind = self._parallel_type
         text = (
-            '<?xml version="1.0"?>\n<VTKFile type="PRectilinearGrid" version="0.1" '
+            f'<?xml version="1.0"?>\n<VTKFile type="{kind}" version="0.1" '
             'byte_order="LittleEndian" header_type="UInt32">\n'
-            f'  <PRectilinearGrid WholeExtent="{whole}" GhostLevel="0">\n'
+            f'  <{kind} WholeExtent="{whole}" GhostLevel="0">\n'
             f"    <PCellData>\n{arrays}    </PCellData>\n"
-            f"    <PCoordinates>\n{coordinates}    </PCoordinates>\n"
-            f"{pieces}  </PRectilinearGrid>\n</VTKFile>\n"
+            f"{geometry}{pieces}  </{kind}>\n</VTKFile>\n"
         )
         with replacing(path) as temporary:
             temporary.write_text(text)
