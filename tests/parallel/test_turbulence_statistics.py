@@ -263,3 +263,38 @@ def test_a_restart_without_cell_statistics_cannot_go_on_with_fields(tmp_path_fac
     with pytest.raises(ConfigError, match=r"statistics\.homogeneous: the checkpoint's run"):
         second.run()
     second.free()
+
+
+@pytest.mark.parallel([3])
+def test_statistics_written_on_two_ranks_continue_on_one_and_three(tmp_path_factory):
+    """The running moments and the per-cell statistics move with the checkpoint to another
+    rank count: the profiles equal the uninterrupted 2-rank run's to round-off."""
+    world = MPI.COMM_WORLD
+    case = config.parse(CHANNEL + "homogeneous = []\n", "c.toml")
+    folder = shared_folder(tmp_path_factory, world)
+    writers = world.Split(0 if world.rank < 2 else MPI.UNDEFINED, world.rank)
+    expected = None
+    if writers != MPI.COMM_NULL:
+        straight = Simulation(case, folder / "straight", writers, planning="estimate")
+        straight.run()
+        expected = next(o for o in straight.observers if o.name == "turbulence").moments
+        straight.free()
+        first = Simulation(case, folder / "first", writers, planning="estimate")
+        first.run(4)
+        first.free()
+        writers.Free()
+    expected = world.bcast(expected, root=0)
+    checkpoint = folder / "first" / "checkpoints" / "step_00000004.ckpt"
+    for size in (1, 3):
+        ranks = world.Split(0 if world.rank < size else MPI.UNDEFINED, world.rank)
+        if ranks == MPI.COMM_NULL:
+            continue
+        again = Simulation(case, folder / f"again{size}", ranks, restart=checkpoint,
+                           planning="estimate")  # fmt: skip
+        again.run()
+        moments = next(o for o in again.observers if o.name == "turbulence").moments
+        again.free()
+        for name, array in expected.as_arrays().items():
+            scale = max(np.abs(array).max(), 1e-30)
+            assert np.abs(moments.as_arrays()[name] - array).max() <= 1e-10 * scale, name
+        ranks.Free()
