@@ -185,3 +185,20 @@ def test_factored_tridiagonal_matches_the_general_solver():
     expected = solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy())
     result = FactoredTridiagonal(lower, diagonal, upper).solve(rhs.copy())
     assert np.abs(result - expected).max() < 1e-14
+
+
+def test_periodic_diffusion_solve_matches_dense_solves():
+    from tachyflow.numerics.tdma import solve_periodic_diffusion
+
+    rng = np.random.default_rng(4)
+    rhs = rng.standard_normal((2, 3, 7))
+    coupling = np.array([0.01, 3.0, 250.0])  # from nearly identity to the axis's stiffness
+    expected = np.empty_like(rhs)
+    for j, c in enumerate(coupling):
+        matrix = dense(-c * np.ones(7), (1 + 2 * c) * np.ones(7), -c * np.ones(7), 0.0, True)
+        for i in range(2):
+            expected[i, j] = solve(matrix, rhs[i, j])
+    result = solve_periodic_diffusion(rhs.copy(), coupling)
+    assert np.abs(result - expected).max() < 1e-10
+    with pytest.raises(ValueError, match="at least 3 unknowns"):
+        solve_periodic_diffusion(np.zeros((1, 1, 2)), np.ones(1))

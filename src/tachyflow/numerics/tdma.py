@@ -208,3 +208,61 @@ class FactoredTridiagonal:
         if rhs.size:
             _solve_factored(self.lower, self.inverse_pivot, self.factor, rhs)
         return rhs
+
+
+@numba.njit(cache=True)
+def _solve_periodic_diffusion(rhs, coupling):  # pragma: no cover
+    n0, n1, n = rhs.shape
+    pivot = np.empty(n)
+    upper = np.empty(n)
+    z = np.empty(n)
+    line = np.empty(n)
+    for j in range(n1):
+        a = -coupling[j]
+        b = 1.0 + 2.0 * coupling[j]
+        # Sherman–Morrison: A = T + u vᵀ, u = (γ, 0, ..., 0, a), v = (1, 0, ..., 0, a / γ),
+        # T tridiagonal with the corners folded into its first and last diagonal entries.
+        gamma = -b
+        for k in range(n):
+            diagonal = b
+            if k == 0:
+                diagonal = b - gamma
+            elif k == n - 1:
+                diagonal = b - a * a / gamma
+            pivot[k] = diagonal - (a * upper[k - 1] if k else 0.0)
+            upper[k] = a / pivot[k]
+        z[0] = gamma / pivot[0]
+        for k in range(1, n):
+            source = a if k == n - 1 else 0.0
+            z[k] = (source - a * z[k - 1]) / pivot[k]
+        for k in range(n - 2, -1, -1):
+            z[k] -= upper[k] * z[k + 1]
+        denominator = 1.0 + z[0] + a * z[n - 1] / gamma
+        for k in range(n):
+            pivot[k] = 1.0 / pivot[k]  # from here on: the inverse pivots
+        for i in range(n0):
+            line[0] = rhs[i, j, 0] * pivot[0]
+            for k in range(1, n):
+                line[k] = (rhs[i, j, k] - a * line[k - 1]) * pivot[k]
+            for k in range(n - 2, -1, -1):
+                line[k] -= upper[k] * line[k + 1]
+            scale = (line[0] + a * line[n - 1] / gamma) / denominator
+            for k in range(n):
+                rhs[i, j, k] = line[k] - scale * z[k]
+
+
+def solve_periodic_diffusion(rhs: np.ndarray, coupling: np.ndarray) -> np.ndarray:
+    """Solve ``(1 + 2 c_j) x_k - c_j (x_{k-1} + x_{k+1}) = rhs[i, j, k]``, cyclic in k
+    (the last, contiguous axis), in place: an implicit periodic diffusion step (the θ
+    direction of a cylindrical grid, ``c_j = α Δt ν / (2 r_j² Δθ²)``). ``n >= 3``."""
+    if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
+        raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
+                        f"{rhs.ndim}D")  # fmt: skip
+    coupling = np.ascontiguousarray(coupling, dtype=np.float64)
+    if coupling.shape != (rhs.shape[1],):
+        raise ValueError(f"coupling has shape {coupling.shape}, expected ({rhs.shape[1]},)")
+    if rhs.shape[2] < 3:
+        raise ValueError(f"cyclic systems need at least 3 unknowns, got {rhs.shape[2]}")
+    if rhs.size:
+        _solve_periodic_diffusion(rhs, coupling)
+    return rhs

@@ -33,7 +33,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
-from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
+from tachyflow.numerics.tdma import FactoredTridiagonal, solve_periodic_diffusion
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
 from tachyflow.solvers.base import register
 from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
@@ -247,20 +247,13 @@ class CylindricalSolver(PencilSolver):
 
     def _solve_theta(self, increment: np.ndarray, radii: np.ndarray, alpha_dt: float):
         """``(I - α Δt ν/2 (1/r²) ∂²_θ)⁻¹`` along θ, in place (cyclic; collective)."""
+        coupling = 0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2)
         if self.theta_whole:
-            lines = increment
-        else:
-            lines = self.transposer.transpose(increment, "y", "z")
-        # Rows divided by -c: bands (1, -2, 1) with the shift -1/c, c = α Δt ν / (2 r² Δθ²).
-        c = 0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2)
-        along = np.ascontiguousarray(np.moveaxis(lines, 2, 1)) * (-1.0 / c)[None, None, :]
-        n = along.shape[1]
-        shift = np.broadcast_to(-1.0 / c, (along.shape[0], along.shape[2]))
-        solve_tridiagonal_lines(np.ones(n), -2.0 * np.ones(n), np.ones(n), along, shift,
-                                periodic=True)  # fmt: skip
-        lines[...] = np.moveaxis(along, 1, 2)
-        if not self.theta_whole:
-            self.transposer.transpose(lines, "z", "y", out=increment)
+            solve_periodic_diffusion(increment, coupling)
+            return
+        lines = self.transposer.transpose(increment, "y", "z")
+        solve_periodic_diffusion(lines, coupling)
+        self.transposer.transpose(lines, "z", "y", out=increment)
 
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
