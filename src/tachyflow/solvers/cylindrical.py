@@ -298,19 +298,7 @@ class CylindricalSolver(PencilSolver):
         radial operator), so a laminar steady state is the exact discrete one."""
         response = np.ones((1, self.grid.shape[1], 1))
         self._radial_operators(alpha_dt)[0].solve(response)
-        mean_response = float(np.dot(response.ravel(), self.grid.volume_weights_y))
-        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
-        self.halo.interior(self.u)[...] += alpha_dt * force * response
-        self.pressure_gradient = force
-
-    def step(self, dt: float) -> None:
-        """Advance one time step of size ``dt`` (three RK3 substeps) (collective)."""
-        if not dt > 0:
-            raise ValueError(f"time step must be positive, got {dt!r}")
-        for stage in range(3):
-            self._substep(dt, stage)
-        self.time += dt
-        self.steps += 1
+        self._add_flow_rate_force(alpha_dt, response)
 
     # -- diagnostics -------------------------------------------------------------------------
 

@@ -312,20 +312,7 @@ class IncompressibleSolver(PencilSolver):
             solve_tridiagonal_lines(
                 factor * lower, 1.0 + factor * diagonal, factor * upper, response
             )
-        weights = self.grid.widths_y / self.grid.lengths[1]
-        mean_response = float(np.dot(response.ravel(), weights))
-        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
-        self.halo.interior(self.u)[...] += alpha_dt * force * response
-        self.pressure_gradient = force
-
-    def step(self, dt: float) -> None:
-        """Advance one time step of size ``dt`` (three RK3 substeps) (collective)."""
-        if not dt > 0:
-            raise ValueError(f"time step must be positive, got {dt!r}")
-        for stage in range(3):
-            self._substep(dt, stage)
-        self.time += dt
-        self.steps += 1
+        self._add_flow_rate_force(alpha_dt, response)
 
     # -- diagnostics -------------------------------------------------------------------------
 

@@ -34,6 +34,26 @@ class PencilSolver(Solver):
             raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
         return first[:, None, None], second[None, :, None], third[None, None, :]
 
+    def step(self, dt: float) -> None:
+        """Advance one time step of size ``dt``: the three substeps of the low-storage RK3
+        (``self._substep(dt, stage)``) (collective)."""
+        if not dt > 0:
+            raise ValueError(f"time step must be positive, got {dt!r}")
+        for stage in range(3):
+            self._substep(dt, stage)
+        self.time += dt
+        self.steps += 1
+
+    def _add_flow_rate_force(self, alpha_dt: float, response: np.ndarray) -> None:
+        """Add the uniform streamwise force that brings the bulk velocity back to its target
+        (collective): ``response`` is the velocity a unit force adds in the substep (through
+        the implicit wall-normal operator), shape ``(1, ny, 1)``. The force is kept in
+        ``pressure_gradient`` (``-dp/dx``)."""
+        mean_response = float(np.dot(response.ravel(), self.grid.volume_weights_y))
+        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
+        self.halo.interior(self.u)[...] += alpha_dt * force * response
+        self.pressure_gradient = force
+
     def piece_layout(self) -> PieceLayout:
         """This rank's y-pencil in the global grid."""
         pencil = self.decomposition.pencils["y"]
