@@ -3,6 +3,7 @@ rank count."""
 
 import json
 
+import numpy as np
 import pytest
 
 from tests.cli.test_cli import tachyflow
@@ -63,4 +64,13 @@ def test_pipe_fields_are_a_cylinder_in_cartesian_points_for_paraview(tmp_path):
     assert dataset.GetNumberOfCells() == 64 * 32 * 48
     bounds = dataset.GetBounds()  # x from 0 to 10; y and z across the unit circle
     assert bounds == pytest.approx((0.0, 10.0, -1.0, 1.0, -1.0, 1.0), abs=1e-12)
-    assert dataset.GetCellData().GetArray("u").GetRange()[1] > 1.0
+    cells = dataset.GetCellData()
+    assert cells.GetArray("u").GetRange()[1] > 1.0
+    # The Cartesian velocity vector has the speed of the three components.
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+
+    velocity = vtk_to_numpy(cells.GetArray("velocity"))
+    speed = np.sqrt(sum(vtk_to_numpy(cells.GetArray(n)) ** 2 for n in "uvw"))
+    assert velocity.shape == (64 * 32 * 48, 3)
+    assert np.allclose(np.linalg.norm(velocity, axis=1), speed, rtol=1e-12, atol=1e-14)
+    assert np.array_equal(velocity[:, 0], vtk_to_numpy(cells.GetArray("u")))

@@ -67,6 +67,16 @@ def _piece_dataset(grid, layout):
     return dataset, ".vtr", "PRectilinearGrid"
 
 
+def _cartesian_velocity(pieces, layout, spacing_theta: float) -> np.ndarray:
+    """(u_x, u_r cos θ - u_θ sin θ, u_r sin θ + u_θ cos θ) at the cell centres of a piece
+    of a cylindrical grid (u axial, v radial, w azimuthal), as VTK's (cells, 3) array."""
+    theta = (layout.start[2] + np.arange(layout.shape[2]) + 0.5) * spacing_theta
+    cos, sin = np.cos(theta)[None, None, :], np.sin(theta)[None, None, :]
+    u, v, w = (np.asarray(pieces[name], np.float64) for name in "uvw")
+    components = (u, v * cos - w * sin, v * sin + w * cos)
+    return np.stack([c.transpose(2, 1, 0).ravel() for c in components], axis=1)
+
+
 def _extent(layout) -> str:
     return " ".join(f"{s} {s + n}" for s, n in zip(layout.start, layout.shape, strict=True))
 
@@ -126,6 +136,13 @@ class VTKFieldWriter:
                     array = numpy_to_vtk(flat.ravel())
                     array.SetName(name)
                     cells.AddArray(array)
+                if self._suffix == ".vts" and {"u", "v", "w"} <= set(pieces):
+                    # The velocity as a Cartesian vector, for glyphs and streamlines.
+                    vector = _cartesian_velocity(pieces, self.layout, self.grid.spacing_z)
+                    flats.append(vector)
+                    array = numpy_to_vtk(vector)
+                    array.SetName("velocity")
+                    cells.AddArray(array)
                 writer = (
                     vtkXMLStructuredGridWriter()
                     if self._suffix == ".vts"
@@ -144,7 +161,14 @@ class VTKFieldWriter:
 
     def _write_step(self, path: Path, step: int, time: float, names: list[str]) -> None:
         """The step's parallel file (``.pvtr`` or ``.pvts``) and the collection (rank 0)."""
-        arrays = "".join(f'      <PDataArray type="Float64" Name="{name}"/>\n' for name in names)
+        if self._suffix == ".vts" and {"u", "v", "w"} <= set(names):
+            names = [*names, "velocity"]
+        arrays = "".join(
+            f'      <PDataArray type="Float64" Name="{name}"'
+            + (' NumberOfComponents="3"' if name == "velocity" else "")
+            + "/>\n"
+            for name in names
+        )
         if self._suffix == ".vts":
             geometry = (
                 '    <PPoints>\n      <PDataArray type="Float64" NumberOfComponents="3"/>\n'
