@@ -247,5 +247,6 @@ def launch_command(ranks: int, nodes: int) -> list[str]:
     for name, value in TCP_ENVIRONMENT.items():
         command += ["-genv", name, value]
     command += ["-genv", "TACHYFLOW_NETWORK", state.bandwidth or "unshaped"]
+    command += ["-genv", "TACHYFLOW_PLACEMENT", "block"]
     command += ["-n", str(ranks)]
     return command

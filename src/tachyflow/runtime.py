@@ -153,6 +153,7 @@ def mpi_info(comm) -> dict:
         "network": os.environ.get("TACHYFLOW_NETWORK", "shared memory")
         if len(nodes) > 1
         else "shared memory",
+        "placement": os.environ.get("TACHYFLOW_PLACEMENT", "block") if len(nodes) > 1 else "one node",
     }
 
 

@@ -79,7 +79,9 @@ def test_two_shaped_nodes_come_up_carry_mpi_over_tcp_and_go_down(cluster_state, 
     # Our own commands spread over the nodes record it.
     info = tachyflow("info", "-n", "2", "--nodes", "2", "--json")
     assert info.returncode == 0, info.stderr
-    assert json.loads(info.stdout)["nodes"] == 2
+    details = json.loads(info.stdout)
+    assert details["nodes"] == 2 and details["ranks_per_node"] == 1
+    assert details["network"] == "100Mbit" and details["placement"] == "block"
     down = tachyflow("cluster", "down")
     assert down.returncode == 0 and "tachyflow-node0" in down.stdout
     listed = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout

@@ -47,6 +47,8 @@ class Info(Command):
             "ranks": mpi["ranks"],
             "nodes": mpi["nodes"],
             "ranks_per_node": mpi["ranks_per_node"],
+            "network": mpi["network"],
+            "placement": mpi["placement"],
             "cores": machine["cores"],
             "cores_available": machine["cores_available"],
             "processor": machine["processor"],
