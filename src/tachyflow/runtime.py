@@ -144,16 +144,15 @@ def mpi_info(comm) -> dict:
     except OSError:
         namespace = 0
     nodes = Counter(comm.allgather((MPI.Get_processor_name(), namespace)))
+    spread = len(nodes) > 1
     return {
         "library": MPI.Get_library_version().strip().splitlines()[0],
         "standard": "{}.{}".format(*MPI.Get_version()),
         "ranks": comm.Get_size(),
         "nodes": len(nodes),
         "ranks_per_node": max(nodes.values()),
-        "network": os.environ.get("TACHYFLOW_NETWORK", "shared memory")
-        if len(nodes) > 1
-        else "shared memory",
-        "placement": os.environ.get("TACHYFLOW_PLACEMENT", "block") if len(nodes) > 1 else "one node",
+        "network": spread and os.environ.get("TACHYFLOW_NETWORK") or "shared memory",
+        "placement": spread and os.environ.get("TACHYFLOW_PLACEMENT") or "one node",
     }
 
 
