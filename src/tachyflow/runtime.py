@@ -151,8 +151,8 @@ def mpi_info(comm) -> dict:
         "ranks": comm.Get_size(),
         "nodes": len(nodes),
         "ranks_per_node": max(nodes.values()),
-        "network": spread and os.environ.get("TACHYFLOW_NETWORK") or "shared memory",
-        "placement": spread and os.environ.get("TACHYFLOW_PLACEMENT") or "one node",
+        "network": (spread and os.environ.get("TACHYFLOW_NETWORK")) or "shared memory",
+        "placement": (spread and os.environ.get("TACHYFLOW_PLACEMENT")) or "one node",
     }
 
 
