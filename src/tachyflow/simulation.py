@@ -31,6 +31,7 @@ from tachyflow.io.checkpoint import checkpoint_candidates, read_checkpoint
 from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
+from tachyflow.parallel.pieces import gather_small
 from tachyflow.solvers.base import solver_class
 
 
@@ -311,7 +312,7 @@ def _peak_memory(comm) -> dict:
     """Peak resident memory of rank 0 and of the other ranks (collective)."""
     import resource
 
-    peaks = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
+    peaks = gather_small(comm, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     if peaks is None:
         return {}
     others = peaks[1:] or peaks

@@ -2,9 +2,8 @@
 I/O). Checkpoints, fields (BP5 and VTK pieces) and images every step at 128³ on 2 ranks."""
 
 import json
-import os
-import subprocess
-import sys
+
+from tests.cli.test_cli import tachyflow
 
 CASE = """
 [case]
@@ -28,12 +27,7 @@ fields_every = 1
 def test_rank_zero_peak_memory_is_within_a_quarter_of_the_others(tmp_path):
     case = tmp_path / "memory.toml"
     case.write_text(CASE)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PMI_")}
-    command = [sys.executable, "-m", "tachyflow", "run", str(case), "-n", "2"]
-    result = subprocess.run(
-        [*command, "-o", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=300, env=environment,
-    )  # fmt: skip
+    result = tachyflow("run", str(case), "-n", "2", "-o", str(tmp_path / "r"), timeout=300)
     assert result.returncode == 0, result.stderr
     peaks = json.loads((tmp_path / "r" / "timings.json").read_text())["peak_rss_bytes"]
     # A whole gathered field set alone (u, v, w, p at 128³) would be 64 MiB per copy.

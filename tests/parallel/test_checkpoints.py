@@ -1,9 +1,5 @@
 """Parallel checkpoints: written by each rank's piece, read on any rank count, verified."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -19,6 +15,7 @@ from tachyflow.io.checkpoint import (
 )
 from tachyflow.parallel import PencilDecomposition
 from tachyflow.simulation import Simulation
+from tests.cli.test_cli import tachyflow
 from tests.parallel.helpers import SMALL_CHANNEL, shared_folder
 
 SHAPE = (7, 5, 6)
@@ -177,17 +174,10 @@ def test_killed_then_restarted_with_the_same_command_gives_the_uninterrupted_fil
     case = tmp_path / "case.toml"
     case.write_text(CASE.replace("checkpoint_every = 3", "checkpoint_every = 3\n"
                                  "fields_every = 2\nimages_every = 3"))  # fmt: skip
-    environment = {k: v for k, v in os.environ.items() if k != "TACHYFLOW_FAULT_CHECKPOINT_AFTER"}
 
     def run(folder, *extra, fault=None):
-        command = [sys.executable, "-m", "tachyflow", "run", str(case), "-n", "2", "-o"]
-        env = (
-            environment
-            if fault is None
-            else {**environment, "TACHYFLOW_FAULT_CHECKPOINT_AFTER": fault}
-        )
-        return subprocess.run([*command, str(folder), *extra], env=env, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+        hook = {"TACHYFLOW_FAULT_CHECKPOINT_AFTER": fault} if fault else None
+        return tachyflow("run", str(case), "-n", "2", "-o", str(folder), *extra, env=hook)
 
     assert run(tmp_path / "straight").returncode == 0
     killed = tmp_path / "killed"

@@ -15,7 +15,7 @@ import numpy as np
 from tachyflow import config, runtime
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
-from tachyflow.bench.results import new_results
+from tachyflow.bench.results import grid_params, new_results
 from tachyflow.solvers.cylindrical import CylindricalSolver
 from tachyflow.solvers.incompressible import IncompressibleSolver
 
@@ -41,15 +41,13 @@ def run_cylindrical_step_benchmark(
         for _ in range(warmup):
             solver.step(dt)
     decomposition = pipe.decomposition
-    params = {
-        "global_shape": list(decomposition.global_shape),
-        "proc_grid": list(decomposition.proc_grid),
-        "dtype": "float64",
-        "repeats": repeats,
-        "warmup": warmup,
-        "case": "pipe (Re_b 5300, flow rate) against channel (Re_tau ~ 180), same cells",
-        "dt": {name: dt for name, (_, dt) in steps.items()},
-    }
+    params = grid_params(
+        decomposition,
+        repeats,
+        warmup,
+        case="pipe (Re_b 5300, flow rate) against channel (Re_tau ~ 180), same cells",
+        dt={name: dt for name, (_, dt) in steps.items()},
+    )
     document = new_results("cylindrical-step", params, comm)
     healthy = {
         name: solver.max_divergence() < 1e-9 and np.isfinite(solver.cell_field("u")).all()

@@ -14,7 +14,8 @@ float64, and ends with the data on disk (``os.sync``, as ``dd conv=fsync``):
   checkpoint file. Reads come from the page cache unless the file system's cache was
   dropped: compare them with each other, not with a disk's speed.
 
-Each candidate's file is checked once against the fields before timing.
+Each candidate's file is checked once against the fields before timing, every rank its
+own piece (no rank holds a whole field).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from tachyflow import runtime
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
-from tachyflow.bench.results import new_results
+from tachyflow.bench.results import grid_params, new_results
 from tachyflow.io.checkpoint import PieceLayout, checkpoint_path, read_checkpoint
 from tachyflow.io.checkpoint import write_checkpoint as write_mpiio
 from tachyflow.io.fields import FieldWriter
@@ -40,9 +41,14 @@ from tachyflow.parallel import PencilDecomposition
 NAMES = ("u", "v", "w", "p")
 
 
-def _global_field(name: str, shape) -> np.ndarray:
-    """A deterministic field every rank can compute a piece of (for the checks)."""
-    x, y, z = np.meshgrid(*(np.arange(n, dtype=np.float64) for n in shape), indexing="ij")
+def _piece_field(name: str, layout: PieceLayout) -> np.ndarray:
+    """This rank's piece of a deterministic field of the global indices (for the checks;
+    no rank builds a whole field)."""
+    x, y, z = np.meshgrid(
+        *(np.arange(s, s + n, dtype=np.float64) for s, n in zip(layout.start, layout.shape,
+                                                                  strict=True)),
+        indexing="ij",
+    )  # fmt: skip
     return np.sin(0.1 * x + NAMES.index(name)) + 0.01 * y * z
 
 
@@ -67,8 +73,7 @@ def run_io_benchmark(
     decomposition = PencilDecomposition(global_shape, proc_grid, comm, (True, True, True))
     pencil = decomposition.pencils["y"]
     layout = PieceLayout(decomposition.global_shape, pencil.start, pencil.shape)
-    whole = {name: _global_field(name, decomposition.global_shape) for name in NAMES}
-    pieces = {name: np.ascontiguousarray(whole[name][pencil.slices]) for name in NAMES}
+    pieces = {name: _piece_field(name, layout) for name in NAMES}
     nbytes = len(NAMES) * int(np.prod(decomposition.global_shape)) * 8
     base = Path(scratch) if scratch else Path.cwd() / ".tachyflow-io-scratch"
     folder = comm.bcast(str(base / f"io-{os.getpid()}") if root else None, root=0)
@@ -132,18 +137,16 @@ def run_io_benchmark(
     checks = {
         "mpiio": all(np.array_equal(mpiio_read()[n], pieces[n]) for n in NAMES),
         "npz": all(np.array_equal(gather_read()[n], pieces[n]) for n in NAMES),
-        "bp5": _check_bp5(folder / "fields.bp", whole) if root else True,
-        "vtk": _check_vtk(folder / "fields_vtk" / "step_00000001.pvtr", whole) if root else True,
+        "bp5": _check_bp5(folder / "fields.bp", pieces, layout),
+        "vtk": _check_vtk(folder / "fields_vtk" / "step_00000001", pieces, layout, comm),
     }
-    params = {
-        "global_shape": list(decomposition.global_shape),
-        "proc_grid": list(decomposition.proc_grid),
-        "dtype": "float64",
-        "repeats": repeats,
-        "warmup": warmup,
-        "bytes": nbytes,
-        "file_system": str(base),
-    }
+    params = grid_params(
+        decomposition,
+        repeats,
+        warmup,
+        bytes=nbytes,
+        file_system=str(base),
+    )
     document = new_results("io", params, comm)
     writes = [
         Candidate("mpiio-checkpoint-write", synced(mpiio_write), checks["mpiio"]),
@@ -175,27 +178,30 @@ def run_io_benchmark(
     return document
 
 
-def _check_bp5(path: Path, whole: dict) -> bool:
+def _check_bp5(path: Path, pieces: dict, layout: PieceLayout) -> bool:
+    """This rank's block of every field in the BP5 step equals its piece."""
     import adios2
 
+    if not layout.size:
+        return True
+    start, count = list(reversed(layout.start)), list(reversed(layout.shape))
     with adios2.FileReader(str(path)) as reader:
-        return all(np.array_equal(reader.read(n).transpose(2, 1, 0), whole[n]) for n in NAMES)
-
-
-def _check_vtk(path: Path, whole: dict) -> bool:
-    from vtkmodules.util.numpy_support import vtk_to_numpy
-    from vtkmodules.vtkIOXML import vtkXMLPRectilinearGridReader
-
-    reader = vtkXMLPRectilinearGridReader()
-    reader.SetFileName(str(path))
-    reader.Update()
-    cells = reader.GetOutput().GetCellData()
-    shape = whole["u"].shape
-    return all(
-        np.array_equal(
-            vtk_to_numpy(cells.GetArray(n)).reshape(shape[::-1]).transpose(2, 1, 0), whole[n]
+        return all(
+            np.array_equal(reader.read(n, start, count).transpose(2, 1, 0), pieces[n])
+            for n in NAMES
         )
-        for n in NAMES
+
+
+def _check_vtk(folder: Path, pieces: dict, layout: PieceLayout, comm) -> bool:
+    """This rank's ``.vtr`` piece holds its piece of every field."""
+    from tachyflow.io.vtk_files import read_cell_data
+
+    if not layout.size:
+        return True
+    cells = read_cell_data(folder / f"piece_{comm.Get_rank():05d}.vtr")
+    shape = layout.shape[::-1]
+    return all(
+        np.array_equal(cells[n].reshape(shape).transpose(2, 1, 0), pieces[n]) for n in NAMES
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from tachyflow import runtime
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
-from tachyflow.bench.results import new_results
+from tachyflow.bench.results import grid_params, new_results
 from tachyflow.bench.transpose import peer_available
 from tachyflow.numerics import fft
 from tachyflow.numerics.grid import StaggeredGrid
@@ -101,15 +101,13 @@ def run_poisson_benchmark(
         global_shape, proc_grid, comm, periodic=(True, False, True)
     )
     grid = StaggeredGrid(decomposition.global_shape, LENGTHS, periodic_y=False)
-    params = {
-        "global_shape": list(decomposition.global_shape),
-        "proc_grid": list(decomposition.proc_grid),
-        "dtype": "float64",
-        "repeats": repeats,
-        "warmup": warmup,
-        "operation": "Poisson solve (FFT x, z; TDMA y); peer: r2c FFT forward+backward",
-        "boundaries": "x, z periodic; y walls (Neumann)",
-    }
+    params = grid_params(
+        decomposition,
+        repeats,
+        warmup,
+        operation="Poisson solve (FFT x, z; TDMA y); peer: r2c FFT forward+backward",
+        boundaries="x, z periodic; y walls (Neumann)",
+    )
     document = new_results("poisson", params, comm)
     candidates = [_our_candidate(decomposition, grid)]
     cleanups = []

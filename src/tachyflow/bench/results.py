@@ -103,6 +103,19 @@ def summarize(samples) -> dict:
     }
 
 
+def grid_params(decomposition, repeats: int, warmup: int, dtype: str = "float64", **extra):
+    """The ``params`` of a benchmark on a pencil grid: global shape, process grid, dtype,
+    repeats, warm-up calls, and the benchmark's own ``extra`` entries."""
+    return {
+        "global_shape": list(decomposition.global_shape),
+        "proc_grid": list(decomposition.proc_grid),
+        "dtype": dtype,
+        "repeats": repeats,
+        "warmup": warmup,
+        **extra,
+    }
+
+
 def new_results(benchmark: str, params: dict, comm) -> dict:
     """The common part of a results document (collective over ``comm``; ``comm=None`` in a
     process that only launches others, which fills ``mpi`` from their results)."""

@@ -19,7 +19,7 @@ import numpy as np
 from tachyflow import config, runtime
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
-from tachyflow.bench.results import new_results, summarize
+from tachyflow.bench.results import grid_params, new_results, summarize
 
 MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes one
 
@@ -35,15 +35,13 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     solver = IncompressibleSolver.from_case(case, comm)
     decomposition = solver.decomposition
     dt = solver.stable_time_step(case.time.cfl)
-    params = {
-        "global_shape": list(decomposition.global_shape),
-        "proc_grid": list(decomposition.proc_grid),
-        "dtype": "float64",
-        "repeats": repeats,
-        "warmup": warmup,
-        "case": "channel (Re_tau ~ 180, constant flow rate, walls in y)",
-        "dt": dt,
-    }
+    params = grid_params(
+        decomposition,
+        repeats,
+        warmup,
+        case="channel (Re_tau ~ 180, constant flow rate, walls in y)",
+        dt=dt,
+    )
     document = new_results("step", params, comm)
 
     def step():

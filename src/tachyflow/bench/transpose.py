@@ -17,7 +17,7 @@ import numpy as np
 from tachyflow import runtime
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
-from tachyflow.bench.results import new_results
+from tachyflow.bench.results import grid_params, new_results
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.transpose import METHODS
 
@@ -134,16 +134,15 @@ def run_transpose_benchmark(
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
     decomposition = PencilDecomposition(global_shape, proc_grid, comm)
     global_bytes = int(np.prod(decomposition.global_shape)) * dtype.itemsize
-    params = {
-        "global_shape": list(decomposition.global_shape),
-        "proc_grid": list(decomposition.proc_grid),
-        "dtype": dtype.name,
-        "repeats": repeats,
-        "warmup": warmup,
-        "operation": "round trip x->y->z->y->x (4 transposes)",
-        "bytes_per_round_trip": 4 * global_bytes,
-        "local_shapes": {o: list(decomposition.local_shape(o)) for o in "xyz"},
-    }
+    params = grid_params(
+        decomposition,
+        repeats,
+        warmup,
+        dtype=dtype.name,
+        operation="round trip x->y->z->y->x (4 transposes)",
+        bytes_per_round_trip=4 * global_bytes,
+        local_shapes={o: list(decomposition.local_shape(o)) for o in "xyz"},
+    )
     document = new_results("transpose", params, comm)
     candidates, cleanups = [], []
     for method in methods:

@@ -37,6 +37,8 @@ import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.parallel import agreement
+from tachyflow.parallel.collective_file import CollectiveFile
+from tachyflow.parallel.pieces import allgather_small
 
 FORMAT = "tachyflow-checkpoint-2"
 SUFFIX = ".ckpt"
@@ -109,31 +111,12 @@ def _checksum_share(piece: np.ndarray, layout: PieceLayout) -> int:
 
 def _checksum(comm, piece: np.ndarray, layout: PieceLayout) -> int:
     """The array's checksum (collective)."""
-    return sum(comm.allgather(_checksum_share(piece, layout))) % 2**64
+    return sum(allgather_small(comm, _checksum_share(piece, layout))) % 2**64
 
 
-def _file_type(layout: PieceLayout):
-    """A committed MPI datatype selecting this rank's piece of the global array."""
-    from mpi4py import MPI
-
-    if layout.size == 0:
-        return MPI.DOUBLE.Dup().Commit()
-    return MPI.DOUBLE.Create_subarray(
-        list(layout.global_shape), list(layout.shape), list(layout.start)
-    ).Commit()
-
-
-def _open(comm, path: Path, mode):
-    """``MPI.File.Open`` (collective); OSError naming the file, on every rank, if it fails."""
-    from mpi4py import MPI
-
-    handle, problem = None, None
-    try:
-        handle = MPI.File.Open(comm, str(path), mode)
-    except MPI.Exception as error:
-        problem = OSError(f"cannot open {path}: {error.Get_error_string()}")
-    agreement.agree(comm, problem)
-    return handle
+def _blocks(layout: PieceLayout) -> tuple:
+    """The global shape, start and shape of this rank's piece (CollectiveFile's order)."""
+    return layout.global_shape, layout.start, layout.shape
 
 
 def _aligned(offset: int) -> int:
@@ -174,13 +157,10 @@ def write_checkpoint(
     keep : int
         Checkpoints kept in ``folder``, this one included.
     """
-    from mpi4py import MPI
 
     folder = Path(folder)
     path = checkpoint_path(folder, step)
     partial = folder / f".{path.name}.partial"
-    if comm.Get_rank() == 0:
-        folder.mkdir(parents=True, exist_ok=True)
     names = sorted(pieces)
     for name in names:
         if pieces[name].shape != tuple(layout.shape):
@@ -214,27 +194,21 @@ def write_checkpoint(
     encoded = json.dumps(trailer).encode()
     trailer_offset = ALIGNMENT + len(names) * _aligned(array_bytes)
     fault = _fault_after(step)
-    comm.Barrier()  # the folder exists
-    handle = _open(comm, partial, MPI.MODE_WRONLY | MPI.MODE_CREATE)
-    file_type = _file_type(layout)
+    agreement.on_root(comm, lambda: folder.mkdir(parents=True, exist_ok=True))
     problem = None
-    try:
-        for written, (name, offset) in enumerate(zip(names, offsets, strict=True)):
-            if fault is not None and written == fault:
-                os.kill(os.getpid(), signal.SIGKILL)
-            handle.Set_view(offset, MPI.DOUBLE, file_type)
-            handle.Write_all(np.ascontiguousarray(pieces[name], dtype=np.float64))
-        handle.Set_view(0, MPI.BYTE, MPI.BYTE)
-        if comm.Get_rank() == 0:
-            handle.Write_at(trailer_offset, encoded)
+    with CollectiveFile(comm, partial, "w", *_blocks(layout)) as file:
+        try:
+            for written, (name, offset) in enumerate(zip(names, offsets, strict=True)):
+                if fault is not None and written == fault:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                file.write_piece(offset, pieces[name])
+            file.write_on_root(trailer_offset, encoded)
             crc = zlib.crc32(encoded)
-            handle.Write_at(0, HEADER.pack(MAGIC, VERSION, trailer_offset, len(encoded), crc))
-        handle.Sync()
-    except MPI.Exception as error:
-        problem = OSError(f"cannot write checkpoint {path}: {error.Get_error_string()}")
-    finally:
-        handle.Close()
-        file_type.Free()
+            header = HEADER.pack(MAGIC, VERSION, trailer_offset, len(encoded), crc)
+            file.write_on_root(0, header)
+            file.sync()
+        except OSError as error:
+            problem = error
     if problem is not None and comm.Get_rank() == 0:
         partial.unlink(missing_ok=True)
     agreement.agree(comm, problem)
@@ -329,23 +303,19 @@ def _describe(comm, path, global_shape) -> tuple[Checkpoint, dict]:
 def read_checkpoint(comm, path, layout: PieceLayout) -> tuple[Checkpoint, dict]:
     """Every array of a checkpoint, this rank's piece of each, checksums verified
     (collective). Returns the checkpoint's description and the pieces by name."""
-    from mpi4py import MPI
 
     checkpoint, trailer = _describe(comm, path, layout.global_shape)
     pieces = {}
-    handle = _open(comm, checkpoint.path, MPI.MODE_RDONLY)
-    file_type = _file_type(layout)
-    try:
-        size = handle.Get_size()
-        array_bytes = int(np.prod(layout.global_shape, dtype=np.int64)) * 8
+    array_bytes = int(np.prod(layout.global_shape, dtype=np.int64)) * 8
+    with CollectiveFile(comm, checkpoint.path, "r", *_blocks(layout)) as file:
+        size = file.size()
         for name, entry in trailer["arrays"].items():
             if entry["offset"] + array_bytes > size:
                 agreement.agree(
                     comm, ConfigError(f"checkpoint {path} is truncated (array {name!r})")
                 )
-            piece = np.empty(layout.shape)
-            handle.Set_view(entry["offset"], MPI.DOUBLE, file_type)
-            handle.Read_all(piece)
+            with agreement.collectively(comm, OSError):
+                piece = file.read_piece(entry["offset"])
             if _checksum(comm, piece, layout) != entry["checksum"]:
                 agreement.agree(
                     comm,
@@ -354,7 +324,4 @@ def read_checkpoint(comm, path, layout: PieceLayout) -> tuple[Checkpoint, dict]:
                     ),
                 )
             pieces[name] = piece
-    finally:
-        handle.Close()
-        file_type.Free()
     return checkpoint, pieces

@@ -27,7 +27,7 @@ import numpy as np
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import agreement
-from tachyflow.parallel.pieces import slabs_in_turn
+from tachyflow.parallel.pieces import gather_small, slabs_in_turn
 
 NAMES = ("u", "v", "w", "p")
 
@@ -67,7 +67,7 @@ class FieldWriter:
         self.comm = comm
         self.path = Path(path)
         self.grid = grid
-        self._layouts = comm.gather(layout, root=0)
+        self._layouts = gather_small(comm, layout)
         self._stream = None
         self._described = False
 

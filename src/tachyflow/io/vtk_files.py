@@ -19,6 +19,7 @@ import numpy as np
 
 from tachyflow.io.files import replacing
 from tachyflow.parallel import agreement
+from tachyflow.parallel.pieces import gather_small
 
 
 def _face_coordinates(grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,7 +106,7 @@ class VTKFieldWriter:
         self.folder = Path(folder)
         self.grid = grid
         self.layout = layout
-        self._layouts = comm.gather(layout, root=0)
+        self._layouts = gather_small(comm, layout)
         self._dataset, self._suffix, self._parallel_type = _piece_dataset(grid, layout)
         self._entries: list[tuple[float, str]] = []
         collection = self.folder / "fields.pvd"

@@ -10,6 +10,7 @@ from tachyflow import observers
 from tachyflow.io.files import replacing
 from tachyflow.observers import Observer, register
 from tachyflow.parallel import agreement
+from tachyflow.parallel.pieces import gather_small, scatter_small
 
 
 @register
@@ -39,7 +40,7 @@ class MeshSolution(Observer):
                 solver.mesh.piece(np.flatnonzero(partition == part)) if count else None
                 for part, count in enumerate(np.bincount(partition, minlength=comm.size))
             ]
-        piece = comm.scatter(pieces, root=0)
+        piece = scatter_small(comm, pieces)
         with agreement.collectively(comm, OSError):
             if piece is not None:
                 order = np.argsort(owned)
@@ -52,7 +53,7 @@ class MeshSolution(Observer):
                 piece.cell_data = {k: np.split(v, bounds) for k, v in values.items()}
                 with replacing(run.output / "solution" / f"piece_{rank:05d}.vtu") as temporary:
                     piece.write(temporary, file_format="vtu")
-        counts = run.comm.gather(int(owned.size), root=0)
+        counts = gather_small(run.comm, int(owned.size))
         if not run.root:
             return
         with replacing(run.output / "solution.pvtu") as temporary:

@@ -97,3 +97,9 @@ def gather_plane(comm, piece: np.ndarray, start, global_shape, axis: int, index:
             (first, second), values = found
             plane[first : first + values.shape[0], second : second + values.shape[1]] = values
     return plane
+
+
+def scatter_small(comm, values: list | None, root: int = 0):
+    """Item ``r`` of ``values`` (given on ``root``) on rank ``r`` (pickled; for small,
+    irregular objects such as a rank's piece of a mesh) (collective)."""
+    return comm.scatter(values, root=root)
