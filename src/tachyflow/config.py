@@ -22,6 +22,8 @@ INITIAL_CONDITIONS = (
     "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe",  # cylindrical
 )  # fmt: skip
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
+X_BOUNDARIES = ("periodic", "inflow-outflow")
+INFLOW_PROFILES = ("uniform", "laminar")
 SURFACES = ("none", "sphere", "box", "cylinder", "mesh")
 EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
 SYNCS = ("auto", "lock", "fence", "pscw")
@@ -112,6 +114,11 @@ class CylinderSection:
     rotation: float = 0.0
     inner_wall_rotation: float = 0.0
     outer_wall_rotation: float = 0.0
+    # "inflow-outflow": a profile enters at x = 0 with bulk velocity inflow_velocity and no
+    # swirl in the inertial frame, and leaves through a convective outflow at x = length.
+    x_boundaries: str = "periodic"
+    inflow_profile: str = "uniform"  # or "laminar" (Hagen–Poiseuille, or the annulus's)
+    inflow_velocity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -494,6 +501,19 @@ def _validate(config: Config, source: str) -> None:
     )
     require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
+    require(cylinder.x_boundaries in X_BOUNDARIES, "cylinder.x_boundaries",
+            f"one of {X_BOUNDARIES}", cylinder.x_boundaries)  # fmt: skip
+    require(cylinder.inflow_profile in INFLOW_PROFILES, "cylinder.inflow_profile",
+            f"one of {INFLOW_PROFILES}", cylinder.inflow_profile)  # fmt: skip
+    require(math.isfinite(cylinder.inflow_velocity) and cylinder.inflow_velocity > 0,
+            "cylinder.inflow_velocity", "a positive number", cylinder.inflow_velocity)  # fmt: skip
+    if cylinder.x_boundaries == "inflow-outflow" and config.case.solver == "cylindrical":
+        require(flow.forcing == "none", "flow.forcing",
+                '"none" with an inflow (the inflow sets the flow rate)', flow.forcing)  # fmt: skip
+        require(statistics.every == 0 or "x" not in statistics.homogeneous,
+                "statistics.homogeneous",
+                "[] or without x when x has an inflow and an outflow",
+                list(statistics.homogeneous))  # fmt: skip
     _validate_insitu(config.insitu, require)
     require(
         all(p >= 0 for p in config.parallel.proc_grid),

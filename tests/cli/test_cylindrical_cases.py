@@ -9,7 +9,7 @@ import pytest
 from tests.cli.test_cli import tachyflow
 
 
-@pytest.mark.parametrize("case", ["pipe", "taylor-couette", "rotating-pipe"])
+@pytest.mark.parametrize("case", ["pipe", "taylor-couette", "rotating-pipe", "pipe-entrance"])
 def test_a_cylindrical_case_runs_and_writes_its_statistics(tmp_path, case):
     output = tmp_path / case
     result = tachyflow("run", case, "-n", "2", "--steps", "4", "-o", str(output), timeout=180)
@@ -33,6 +33,25 @@ def test_a_pipe_written_on_two_ranks_continues_on_three(tmp_path):
     assert again.returncode == 0, again.stderr
     timings = json.loads((output / "timings.json").read_text())
     assert timings["final_step"] == 5 and timings["ranks"] == 3
+
+
+def test_an_open_pipe_restarted_on_another_rank_count_continues_where_it_stopped(tmp_path):
+    """Inflow and convective outflow: the outflow velocity is part of the checkpoint, so 20
+    steps on 2 ranks then 20 on 3 equal 40 on 2 (to round-off: sums in another order)."""
+    whole, halves = tmp_path / "whole", tmp_path / "halves"
+    common = ("run", "pipe-entrance", "--steps")
+    runs = [
+        (*common, "40", "-n", "2", "-o", str(whole)),
+        (*common, "20", "-n", "2", "-o", str(halves)),
+        (*common, "40", "-n", "3", "--restart", "latest", "-o", str(halves)),
+    ]
+    for arguments in runs:
+        result = tachyflow(*arguments, timeout=180)
+        assert result.returncode == 0, result.stderr
+    last = [np.array((folder / "stats.csv").read_text().splitlines()[-1].split(","), float)
+            for folder in (whole, halves)]  # fmt: skip
+    assert last[0][0] == last[1][0] == 40
+    assert np.allclose(last[0], last[1], rtol=1e-11, atol=1e-13)
 
 
 def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_path):

@@ -1,5 +1,6 @@
-"""The pressure Poisson solve on cylindrical grids (x, r, θ): FFT in x and θ, a tridiagonal
-solve in r per mode with no flux through the axis; second order, rank-independent."""
+"""The pressure Poisson solve on cylindrical grids (x, r, θ): FFT (or, open in x, a cosine
+transform) in x, FFT in θ, a tridiagonal solve in r per mode with no flux through the axis;
+second order, rank-independent."""
 
 import numpy as np
 import pytest
@@ -13,13 +14,13 @@ LENGTH, RADIUS = 3.0, 1.0
 
 
 def manufactured(grid: CylindricalGrid):
-    """An exact solution with zero normal gradient at the walls, regular at the axis, and
-    its Laplacian, at the cell centres (global arrays)."""
+    """An exact solution with zero normal gradient at the walls (and at the ends of an open
+    x), regular at the axis, and its Laplacian, at the cell centres (global arrays)."""
     nx, _, nt = grid.shape
     x = (np.arange(nx) + 0.5) * grid.spacing_x
     theta = (np.arange(nt) + 0.5) * grid.spacing_z
     r = grid.centres_y
-    k = 2 * np.pi / LENGTH
+    k = (2 if grid.periodic_x else 1) * np.pi / LENGTH
     if grid.through_axis:  # f = r^m - m r^(m+2) / ((m+2) R²): f'(R) = 0, ~ r^m at the axis
         m = 2 if grid.sectors == 1 else grid.sectors  # a mode the sector repeats
         f = r**m - m * r ** (m + 2) / ((m + 2) * RADIUS**2)
@@ -43,7 +44,8 @@ def manufactured(grid: CylindricalGrid):
 def solve_error(n: int, comm, **geometry) -> float:
     grid = CylindricalGrid((n, n, n), LENGTH, RADIUS, **geometry)
     exact, laplacian = manufactured(grid)
-    with PencilDecomposition(grid.shape, comm=comm, periodic=(True, False, True)) as pencils:
+    periodic = (grid.periodic_x, False, True)
+    with PencilDecomposition(grid.shape, comm=comm, periodic=periodic) as pencils:
         solver = PoissonSolver(pencils, grid, planning="estimate")
         piece = pencils.pencils["y"].slices
         result = solver.solve(np.ascontiguousarray(laplacian[piece]))
@@ -55,8 +57,14 @@ def solve_error(n: int, comm, **geometry) -> float:
 @pytest.mark.parallel([1, 2, 3])
 @pytest.mark.parametrize(
     "geometry",
-    [{}, {"sectors": 3}, {"stretching": 1.5}, {"inner_radius": 0.4, "stretching": 1.0}],
-    ids=["pipe", "sector", "stretched-pipe", "annulus"],
+    [
+        {},
+        {"sectors": 3},
+        {"stretching": 1.5},
+        {"inner_radius": 0.4, "stretching": 1.0},
+        {"periodic_x": False, "stretching": 1.0},
+    ],
+    ids=["pipe", "sector", "stretched-pipe", "annulus", "open-x"],
 )
 def test_cylindrical_poisson_is_second_order_through_the_axis_and_in_annuli(geometry):
     comm = MPI.COMM_WORLD
@@ -66,14 +74,16 @@ def test_cylindrical_poisson_is_second_order_through_the_axis_and_in_annuli(geom
 
 
 @pytest.mark.parallel([2, 3])
-def test_cylindrical_poisson_inverts_the_discrete_operator_on_any_rank_count():
+@pytest.mark.parametrize("periodic_x", [True, False], ids=["periodic-x", "open-x"])
+def test_cylindrical_poisson_inverts_the_discrete_operator_on_any_rank_count(periodic_x):
     """Solving on P ranks equals solving on one, to round-off."""
     world = MPI.COMM_WORLD
-    grid = CylindricalGrid((8, 7, 6), LENGTH, RADIUS, stretching=1.0)
+    grid = CylindricalGrid((8, 7, 6), LENGTH, RADIUS, stretching=1.0, periodic_x=periodic_x)
     rhs = np.random.default_rng(1).standard_normal(grid.shape)
     results = []
+    periodic = (periodic_x, False, True)
     for comm in (MPI.COMM_SELF, world):
-        with PencilDecomposition(grid.shape, comm=comm, periodic=(True, False, True)) as pencils:
+        with PencilDecomposition(grid.shape, comm=comm, periodic=periodic) as pencils:
             solver = PoissonSolver(pencils, grid, planning="estimate")
             piece = pencils.pencils["y"].slices
             solution = solver.solve(np.ascontiguousarray(rhs[piece]))

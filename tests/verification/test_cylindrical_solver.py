@@ -140,23 +140,34 @@ stretching = 1.0
 {geometry}
 [flow]
 viscosity = 0.002
-forcing = "flow-rate"
-forcing_value = 1.0
+{forcing}
 initial = "perturbed-pipe"
 perturbation = 0.3
 seed = 3
+{parallel}
 """
+FLOW_RATE = 'forcing = "flow-rate"\nforcing_value = 1.0'
+OPEN_X = 'x_boundaries = "inflow-outflow"\ninflow_profile = "laminar"\nrotation = 0.5'
 
 
 @pytest.mark.parallel([1, 2, 3])
-@pytest.mark.parametrize("geometry", ["", "rotation = 0.5\nsectors = 2"], ids=["pipe", "sector"])
-def test_a_perturbed_pipe_gives_the_same_flow_on_any_rank_count(geometry):
+@pytest.mark.parametrize(
+    "geometry, forcing, split_x",
+    [
+        ("", FLOW_RATE, False),
+        ("rotation = 0.5\nsectors = 2", FLOW_RATE, False),
+        (OPEN_X, "", False),
+        (OPEN_X, "", True),
+    ],
+    ids=["pipe", "sector", "inflow-outflow", "inflow-outflow-split-x"],
+)
+def test_a_perturbed_pipe_gives_the_same_flow_on_any_rank_count(geometry, forcing, split_x):
     world = MPI.COMM_WORLD
     results = []
     for comm in (MPI.COMM_SELF, world):
-        case = CylindricalSolver.from_case(
-            config.parse(PIPE.format(geometry=geometry), "pipe.toml"), comm, "estimate"
-        )
+        parallel = f"[parallel]\nproc_grid = [{comm.size}, 1]" if split_x else ""
+        text = PIPE.format(geometry=geometry, forcing=forcing, parallel=parallel)
+        case = CylindricalSolver.from_case(config.parse(text, "pipe.toml"), comm, "estimate")
         for _ in range(5):
             case.step(0.02)
         statistics = case.statistics()
@@ -244,7 +255,9 @@ def advective_work(cells) -> float:
     (0 for the continuous equations): Σ u·(-u·∇u) over the staggered volumes."""
     from tachyflow.numerics import cylindrical_stencils
 
-    text = PIPE.format(geometry="").replace("cells = [12, 9, 10]", f"cells = {list(cells)}")
+    text = PIPE.format(geometry="", forcing=FLOW_RATE, parallel="").replace(
+        "cells = [12, 9, 10]", f"cells = {list(cells)}"
+    )
     text = text.replace('forcing = "flow-rate"', 'forcing = "none"')
     case = CylindricalSolver.from_case(config.parse(text, "p.toml"), MPI.COMM_SELF, "estimate")
     hu, hq, hw = cylindrical_stencils.advection(
@@ -269,3 +282,44 @@ def test_advection_does_no_net_work_to_second_order():
     the kinetic energy it moves sums to zero as the grid is refined, at second order."""
     coarse, fine = advective_work((8, 9, 10)), advective_work((16, 18, 20))
     assert coarse / fine > 3.5, (coarse, fine)
+
+
+def test_a_developing_pipe_flow_reaches_its_length_of_durst_et_al():
+    """The built-in ``pipe-entrance`` case (a uniform inflow at Re_D = 100, a convective
+    outflow 12 D downstream): the flow leaving is Hagen–Poiseuille, and the centre velocity
+    reaches 99 % of its developed value at the length of the correlation of Durst, Ray,
+    Ünsal & Bayoumi (2005), L/D = (0.619^1.6 + (0.0567 Re)^1.6)^(1/1.6), within 2 %."""
+    case = config.load("pipe-entrance")
+    pipe = CylindricalSolver.from_case(case, MPI.COMM_SELF, "estimate")
+    for _ in range(case.time.steps):
+        pipe.step(pipe.stable_time_step(case.time.cfl))
+    statistics = pipe.statistics()
+    assert statistics["max_divergence"] < 1e-12
+    assert abs(statistics["bulk_velocity"] - 1.0) < 1e-12
+    nx = pipe.grid.shape[0]
+    x = (np.arange(nx) + 0.5) * pipe.grid.spacing_x
+    r = pipe.grid.centres_y
+    u = pipe.cell_field("u")[:, :, 0]
+    developed = 2.0 * (1.0 - r**2)
+    assert np.abs(u[-1] - developed).max() < 0.02  # second order, 16 cells in r
+    centre = u[:, 0]  # the first ring, r = 0.04 R
+    first = int(np.argmax(centre >= 0.99 * centre[-1]))
+    crossing = np.interp(
+        0.99 * centre[-1], centre[first - 1 : first + 1], x[first - 1 : first + 1]
+    )
+    reynolds = 2.0 / case.flow.viscosity
+    correlation = (0.619**1.6 + (0.0567 * reynolds) ** 1.6) ** (1 / 1.6)
+    assert abs(crossing / 2.0 - correlation) < 0.02 * correlation, (crossing / 2.0, correlation)
+
+
+def test_an_inflow_needs_an_open_x_and_no_forcing():
+    flow = 'initial = "rest"\nforcing = "flow-rate"\nforcing_value = 1.0'
+    with pytest.raises(ConfigError, match=r"flow\.forcing"):
+        solver(8, geometry='x_boundaries = "inflow-outflow"', flow=flow)
+    with pytest.raises(ConfigError, match=r"cylinder\.x_boundaries"):
+        solver(8, geometry='x_boundaries = "open"')
+    with pytest.raises(ConfigError, match=r"cylinder\.inflow_velocity"):
+        solver(8, geometry='x_boundaries = "inflow-outflow"\ninflow_velocity = -1.0')
+    case = solver(8, geometry='x_boundaries = "inflow-outflow"')
+    with pytest.raises(ValueError, match="an inflow needs a grid open in x"):
+        CylindricalSolver(case.decomposition, case.grid, 0.1)

@@ -30,7 +30,10 @@ def plot_slices(
     axes[0].set_aspect("equal")
     figure.colorbar(image, ax=axes[0], shrink=0.8)
     j = ny // 4
-    image = axes[1].pcolormesh(x, z, xz_plane.T, shading="auto", cmap="RdBu_r")
+    # Cell edges, not centres: an axisymmetric grid has a single cell in θ.
+    x_edges = (np.arange(nx + 1) + 0.5) * grid.spacing_x
+    z_edges = np.arange(nz + 1) * grid.spacing_z
+    image = axes[1].pcolormesh(x_edges, z_edges, xz_plane.T, shading="flat", cmap="RdBu_r")
     axes[1].set_title(f"u on the {ax}-{az} plane {ay} = {y[j]:.3g}")
     axes[1].set_xlabel(ax)
     axes[1].set_ylabel(az)

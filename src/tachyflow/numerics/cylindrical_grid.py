@@ -1,7 +1,8 @@
 """Staggered (MAC) grid in cylindrical coordinates (x, r, θ), for pipes, annuli and fans.
 
 Axes 0, 1, 2 of every array are x, r, θ, so the pencil machinery of the Cartesian solver
-applies with y read as r and z as θ. x is periodic and uniform; θ is periodic over the
+applies with y read as r and z as θ. x is uniform, periodic or open (an inflow and an
+outflow: zero pressure gradient at both ends); θ is periodic over the
 full circle or over a sector ``2π / sectors`` (one passage of an N-bladed fan); r runs
 from ``inner_radius`` (0: through the axis, a pipe; > 0: an annulus with a hub) to
 ``radius``, uniform or clustered towards the walls.
@@ -40,7 +41,7 @@ class CylindricalGrid(WallNormalFaces):
     shape : (int, int, int)
         Cells along x, r, θ.
     length : float
-        Length of the (periodic) domain in x.
+        Length of the domain in x.
     radius : float
         Outer radius (a wall).
     inner_radius : float
@@ -49,6 +50,8 @@ class CylindricalGrid(WallNormalFaces):
         The domain spans ``2π / sectors`` in θ, periodic.
     stretching : float
         tanh clustering of the radial faces towards the walls (0: uniform).
+    periodic_x : bool
+        Periodic in x, else open: an inflow at ``x = 0`` and an outflow at ``x = length``.
     """
 
     shape: tuple[int, int, int]
@@ -57,6 +60,7 @@ class CylindricalGrid(WallNormalFaces):
     inner_radius: float = 0.0
     sectors: int = 1
     stretching: float = 0.0
+    periodic_x: bool = True
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
 
     periodic_y = False  # r is bounded by the axis or a wall and by a wall

@@ -11,6 +11,14 @@ import numpy as np
 import pyfftw
 
 PLANNING = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
+DIRECTIONS = {
+    "r2c": "FFTW_FORWARD",
+    "c2r": "FFTW_BACKWARD",
+    "forward": "FFTW_FORWARD",
+    "backward": "FFTW_BACKWARD",
+    "dct": "FFTW_REDFT10",
+    "idct": "FFTW_REDFT01",
+}
 
 
 def empty(shape, dtype) -> np.ndarray:
@@ -22,8 +30,11 @@ class AxisTransform:
     """One planned FFT along ``axis`` from ``source`` into ``target`` (unnormalised).
 
     ``kind``: ``"r2c"`` (real to half-spectrum), ``"c2r"`` (its inverse; destroys the
-    source), ``"forward"`` or ``"backward"`` (complex to complex, may be in place). Empty
-    arrays (a rank with an empty piece) make a transform that does nothing.
+    source), ``"forward"`` or ``"backward"`` (complex to complex, may be in place),
+    ``"dct"`` or ``"idct"`` (real to real, may be in place: the cosine transforms DCT-II and
+    DCT-III, FFTW's REDFT10 and REDFT01, which diagonalise a second difference with zero
+    gradient at both ends; one after the other multiply by ``2 n``). Empty arrays (a rank
+    with an empty piece) make a transform that does nothing.
     """
 
     def __init__(
@@ -34,14 +45,14 @@ class AxisTransform:
         kind: str,
         planning: str = "measure",
     ):
-        if kind not in ("r2c", "c2r", "forward", "backward"):
-            raise ValueError(f"transform kind must be r2c, c2r, forward or backward: {kind!r}")
+        if kind not in DIRECTIONS:
+            raise ValueError(f"transform kind must be one of {sorted(DIRECTIONS)}: {kind!r}")
         if planning not in PLANNING:
             raise ValueError(f"planning must be one of {sorted(PLANNING)}, got {planning!r}")
         self.source, self.target = source, target
         self._plan = None
         if source.size and target.size:
-            direction = "FFTW_BACKWARD" if kind in ("c2r", "backward") else "FFTW_FORWARD"
+            direction = DIRECTIONS[kind]
             flags = [PLANNING[planning]] + (["FFTW_DESTROY_INPUT"] if kind == "c2r" else [])
             # Planning with MEASURE overwrites the arrays: plan on them before they hold data.
             self._plan = pyfftw.FFTW(
@@ -70,3 +81,11 @@ def laplacian_eigenvalues(n: int, spacing: float, count: int | None = None) -> n
     """
     m = np.arange(n if count is None else count)
     return -(2.0 - 2.0 * np.cos(2.0 * np.pi * m / n)) / spacing**2
+
+
+def neumann_laplacian_eigenvalues(n: int, spacing: float) -> np.ndarray:
+    """Eigenvalues of the second difference with zero gradient at both ends (the ghost
+    beyond each end equal to the end value), one per cosine (DCT-II) mode ``m``:
+    ``-(2 - 2 cos(π m / n)) / h²``."""
+    m = np.arange(n)
+    return -(2.0 - 2.0 * np.cos(np.pi * m / n)) / spacing**2

@@ -76,6 +76,8 @@ class StaggeredGrid(WallNormalFaces):
     stretching: float = 0.0
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
 
+    periodic_x = True
+
     def __post_init__(self):
         if len(self.shape) != 3 or any(int(n) < 1 for n in self.shape):
             raise ValueError(f"grid shape must be 3 positive integers, got {self.shape}")

@@ -21,12 +21,20 @@ low-storage RK3 of the Cartesian solver, each:
 Walls: no-slip at the outer radius and at the hub of an annulus, each turning at its own
 angular velocity in the inertial frame (``-Ω r`` relative to a frame turning at ``Ω``).
 The axis needs only ``ω_x`` there, from the circulation of the first ring of cells.
+
+In x the domain is periodic, or open (:class:`Inflow`): a prescribed profile enters at
+``x = 0`` and the axial velocity leaves through a convective outflow at ``x = L``,
+``∂u/∂t + U ∂u/∂x = 0`` with ``U`` the bulk velocity (advanced by the same RK3), ``u_r``
+and ``u_θ`` with zero gradient there. Before every projection a uniform correction of the
+outflow velocity makes the outflow equal the inflow (so the Poisson problem, with zero
+pressure gradient at both ends, is solvable); the boundary faces are not projected.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,6 +49,39 @@ from tachyflow.solvers.pencil_solver import PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 INITIAL_CONDITIONS = ("rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe")
+INFLOW_PROFILES = ("uniform", "laminar")
+
+
+@dataclass(frozen=True)
+class Inflow:
+    """An open x: ``profile`` (``"uniform"``, or ``"laminar"``: Hagen–Poiseuille through
+    the axis, the annular Poiseuille profile with a hub) enters at ``x = 0`` with bulk
+    velocity ``velocity`` and no swirl in the inertial frame; a convective outflow at
+    ``x = L``."""
+
+    profile: str = "uniform"
+    velocity: float = 1.0
+
+    def __post_init__(self):
+        if self.profile not in INFLOW_PROFILES:
+            raise ValueError(f"inflow profile must be one of {INFLOW_PROFILES}, got "
+                             f"{self.profile!r}")  # fmt: skip
+        if not (math.isfinite(self.velocity) and self.velocity > 0):
+            raise ValueError(f"inflow velocity must be positive, got {self.velocity!r}")
+
+    def axial_profile(self, grid: CylindricalGrid) -> np.ndarray:
+        """The axial velocity at the cell centres in r, scaled so that its discrete flow
+        rate is exactly ``velocity`` times the cross-section."""
+        r, outer, inner = grid.centres_y, grid.radius, grid.inner_radius
+        if self.profile == "uniform":
+            shape = np.ones_like(r)
+        elif inner == 0:
+            shape = 1.0 - (r / outer) ** 2
+        else:  # the laminar annular profile, zero at both walls
+            shape = (
+                outer**2 - r**2 + (outer**2 - inner**2) * np.log(r / outer) / np.log(outer / inner)
+            )
+        return self.velocity * shape / float(np.dot(shape, grid.volume_weights_y))
 
 
 @register("cylindrical")
@@ -61,7 +102,9 @@ class CylindricalSolver(PencilSolver):
         Angular velocities of the inner (hub; ignored through the axis) and outer walls in
         the inertial frame.
     forcing : Forcing, optional
-        Axial mean-flow forcing.
+        Axial mean-flow forcing (none with an inflow).
+    inflow : Inflow, optional
+        The inflow of a grid open in x (``grid.periodic_x`` false), required there.
 
     Notes
     -----
@@ -93,6 +136,7 @@ class CylindricalSolver(PencilSolver):
                 f"{config.source}: flow.initial = {flow.initial!r} is not an initial "
                 f"condition of solver 'cylindrical': expected one of {INITIAL_CONDITIONS}"
             )
+        open_x = cylinder.x_boundaries == "inflow-outflow"
         grid = CylindricalGrid(
             config.grid.cells,
             cylinder.length,
@@ -100,10 +144,11 @@ class CylindricalSolver(PencilSolver):
             cylinder.inner_radius,
             cylinder.sectors,
             cylinder.stretching,
+            periodic_x=not open_x,
         )
         proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
         decomposition = PencilDecomposition(
-            config.grid.cells, proc_grid, comm, periodic=(True, False, True)
+            config.grid.cells, proc_grid, comm, periodic=(not open_x, False, True)
         )
         solver = cls(
             decomposition,
@@ -113,6 +158,7 @@ class CylindricalSolver(PencilSolver):
             (cylinder.inner_wall_rotation, cylinder.outer_wall_rotation),
             Forcing(flow.forcing, flow.forcing_value),
             planning=planning,
+            inflow=Inflow(cylinder.inflow_profile, cylinder.inflow_velocity) if open_x else None,
         )
         _set_initial_condition(config, solver)
         return solver
@@ -126,6 +172,7 @@ class CylindricalSolver(PencilSolver):
         wall_rotation: tuple[float, float] = (0.0, 0.0),
         forcing: Forcing | None = None,
         planning: str = "measure",
+        inflow: Inflow | None = None,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -135,6 +182,21 @@ class CylindricalSolver(PencilSolver):
             raise ValueError(
                 f"decomposition shape {decomposition.global_shape} differs from grid shape "
                 f"{grid.shape}"
+            )
+        if decomposition.periodic[0] != grid.periodic_x:
+            raise ValueError(
+                f"decomposition periodic in x = {decomposition.periodic[0]} but the grid's "
+                f"periodic_x = {grid.periodic_x}"
+            )
+        if grid.periodic_x != (inflow is None):
+            raise ValueError(
+                "an inflow needs a grid open in x (periodic_x = False) and such a grid needs "
+                f"an inflow; got periodic_x = {grid.periodic_x}, inflow = {inflow!r}"
+            )
+        if inflow is not None and forcing is not None and forcing.kind != "none":
+            raise ValueError(
+                f"forcing must be 'none' with an inflow (it sets the flow rate), got "
+                f"{forcing.kind!r}"
             )
         self.decomposition = decomposition
         self.grid = grid
@@ -165,6 +227,14 @@ class CylindricalSolver(PencilSolver):
         rows = slice(z_pencil.start[1], z_pencil.stop[1])
         self._theta_radii = (grid.centres_y[rows], grid.faces_y[1:][rows], grid.centres_y[rows])
         self.theta_whole = decomposition.p_col == 1
+        self.inflow = inflow
+        if inflow is not None:
+            pencil = decomposition.pencils["y"]
+            self._owns_inflow = pencil.start[0] == 0
+            self._owns_outflow = pencil.stop[0] == grid.shape[0]
+            self._inflow_u = inflow.axial_profile(grid)[:, None]
+            # No swirl in the inertial frame: -Ω r in the frame.
+            self._inflow_w = -self.rotation * grid.centres_y[:, None]
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -182,9 +252,12 @@ class CylindricalSolver(PencilSolver):
     # -- boundaries --------------------------------------------------------------------------
 
     def _apply_boundaries(self) -> None:
-        """Halo exchange in x and θ, then the wall and axis values in r."""
+        """Halo exchange in x and θ, the inflow and outflow values of an open x, then the
+        wall and axis values in r."""
         for field in (self.u, self.q, self.w):
             self.halo.exchange(field)
+        if self.inflow is not None:
+            self._apply_inflow_and_outflow()
         inner, outer = self.wall_speed
         u, q, w = self.u, self.q, self.w
         u[:, -1, :] = -u[:, -2, :]  # no axial slip at the outer wall
@@ -197,6 +270,48 @@ class CylindricalSolver(PencilSolver):
         else:
             u[:, 0, :] = -u[:, 1, :]
             w[:, 0, :] = 2.0 * inner - w[:, 1, :]
+
+    def _apply_inflow_and_outflow(self) -> None:
+        """The ghost planes beyond the ends of an open x: the prescribed inflow (``u`` on the
+        inflow face, ``u_r`` and ``u_θ`` by reflection about their inflow values), and zero
+        gradient beyond the outflow (its face ``u`` is an unknown of its own)."""
+        u, q, w = self.u, self.q, self.w
+        if self._owns_inflow:
+            u[0, 1:-1, :] = self._inflow_u
+            q[0] = -q[1]
+            w[0, 1:-1, :] = 2.0 * self._inflow_w - w[1, 1:-1, :]
+        if self._owns_outflow:
+            for field in (u, q, w):
+                field[-1] = field[-2]
+
+    def _exchange_pressure(self) -> None:
+        """Pressure ghosts: the halo, and zero gradient beyond the ends of an open x."""
+        self.halo.exchange(self.p)
+        if self.inflow is not None:
+            if self._owns_inflow:
+                self.p[0] = self.p[1]
+            if self._owns_outflow:
+                self.p[-1] = self.p[-2]
+
+    def _balance_outflow(self) -> None:
+        """Shift the outflow velocity uniformly so the outflow equals the inflow
+        (collective)."""
+        weights = self.grid.volume_weights_y[:, None]
+        local = 0.0
+        if self._owns_outflow:
+            local = float(np.sum(self.u[-2, 1:-1, 1:-1] * weights))
+        outflow = self.decomposition.sum(local) / self.grid.shape[2]
+        if self._owns_outflow:
+            self.u[-2, 1:-1, 1:-1] += self.inflow.velocity - outflow
+
+    def _outflow_terms(self, explicit: np.ndarray, implicit: np.ndarray) -> None:
+        """Replace the axial momentum terms on the outflow face by the convective outflow
+        condition ``∂u/∂t = -U ∂u/∂x`` (explicit, first-order upwind)."""
+        if self._owns_outflow:
+            u = self.u
+            explicit[-1] = -self.inflow.velocity * (u[-2, 1:-1, 1:-1] - u[-3, 1:-1, 1:-1])
+            explicit[-1] /= self.dx
+            implicit[-1] = 0.0
 
     def _axis_vorticity(self):
         """``ω_x`` on the axis per owned x index (None for an annulus) (collective)."""
@@ -226,7 +341,10 @@ class CylindricalSolver(PencilSolver):
             terms += self.viscosity * extra
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
-        return explicit, [self.viscosity * term for term in implicit]
+        implicit = [self.viscosity * term for term in implicit]
+        if self.inflow is not None:
+            self._outflow_terms(explicit[0], implicit[0])
+        return explicit, implicit
 
     def _radial_operators(self, alpha_dt: float):
         """``I - α Δt ν/2 L_r`` of u, q and w, factorised (cached per α Δt)."""
@@ -267,10 +385,15 @@ class CylindricalSolver(PencilSolver):
             increment += alpha * dt * implicit[index]
             if index == 1:
                 increment[:, -1, :] = 0.0  # the outer wall face
+            outflow = None
+            if index == 0 and self.inflow is not None and self._owns_outflow:
+                outflow = increment[-1].copy()  # not diffused: the outflow condition
             with self.timer("implicit"):
                 operators[index].solve(increment)
                 if self.grid.shape[2] >= 3:
                     self._solve_theta(increment, z_radii[index], alpha * dt)
+            if outflow is not None:
+                increment[-1] = outflow
             self.halo.interior(field)[...] += increment
         self._previous = explicit
         self._project(alpha * dt)
@@ -278,13 +401,15 @@ class CylindricalSolver(PencilSolver):
     def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
         """Make the velocity divergence-free; the pressure is the projection potential."""
         self._apply_boundaries()
+        if self.inflow is not None:
+            self._balance_outflow()
         rhs = stencils.divergence(
             self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
         )
         with self.timer("poisson"):
             potential = self.poisson.solve(np.ascontiguousarray(rhs))
         self.halo.interior(self.p)[...] = potential
-        self.halo.exchange(self.p)
+        self._exchange_pressure()
         stencils.subtract_gradient(
             self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, alpha_dt
         )
@@ -434,7 +559,7 @@ class CylindricalSolver(PencilSolver):
             self.halo.interior(field)[...] = pieces[name]
         self._previous = None
         self._apply_boundaries()
-        self.halo.exchange(self.p)
+        self._exchange_pressure()
         self.time = float(scalars["time"])
         self.steps = int(scalars["step"])
         self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))
@@ -445,7 +570,9 @@ def _set_initial_condition(config, solver: CylindricalSolver) -> None:
     flow, cylinder = config.flow, config.cylinder
     radius, inner = cylinder.radius, cylinder.inner_radius
     viscosity = flow.viscosity
-    if flow.forcing == "flow-rate":
+    if cylinder.x_boundaries == "inflow-outflow":
+        bulk = cylinder.inflow_velocity
+    elif flow.forcing == "flow-rate":
         bulk = flow.forcing_value
     elif flow.forcing == "pressure-gradient" and inner == 0:
         bulk = flow.forcing_value * radius**2 / (8.0 * viscosity)

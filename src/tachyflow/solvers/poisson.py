@@ -6,7 +6,9 @@ The discrete operator is the second-order finite-volume Laplacian of the stagger
 periodic or walled (zero normal gradient) and possibly stretched in y. A real FFT in z
 and a complex FFT in x diagonalise the x and z parts exactly (modified wavenumbers),
 leaving one tridiagonal system in y per Fourier mode; the solve inverts the discrete
-operator to round-off.
+operator to round-off. A grid open in x (``periodic_x`` false: an inflow and an outflow,
+zero gradient at both ends) takes a cosine transform (DCT-II) in x instead of the FFT,
+applied to the real and imaginary parts of the z spectrum alike.
 
 Data flow, for fields held as y-pencils (the half spectrum in z, ``nz // 2 + 1`` modes,
 has a decomposition of its own with the same process grid)::
@@ -103,13 +105,17 @@ class PoissonSolver:
         self.z_whole = decomposition.p_col == 1
         self._plan(planning)
 
-        # FFTW does not normalise: scaling the operator by nx * nz instead costs nothing.
-        scale = float(nx * nz)
+        # FFTW does not normalise: scaling the operator by the transforms' factor (nx nz, or
+        # 2 nx nz with the cosine transform in x) instead costs nothing.
+        scale = float(nx * nz) * (1 if grid.periodic_x else 2)
         lower, diagonal, upper = grid.pressure_bands_y()
         self.bands = (scale * lower, scale * diagonal, scale * upper)
         pencil = self.spectral.pencils["y"]
         (x0, _, z0), (x1, _, z1) = pencil.start, pencil.stop
-        eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
+        if grid.periodic_x:
+            eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
+        else:
+            eigen_x = fft.neumann_laplacian_eigenvalues(nx, grid.spacing_x)
         eigen_z = fft.laplacian_eigenvalues(nz, grid.spacing_z, fft.half_spectrum_length(nz))
         # A cylindrical grid weights the θ eigenvalue by 1/r² row by row: a second shift.
         self.azimuthal_weights = grid.azimuthal_weights_y
@@ -144,8 +150,12 @@ class PoissonSolver:
         )
         self.z_forward = AxisTransform(self.z_real, self.z_spectrum, 2, "r2c", planning)
         self.z_backward = AxisTransform(self.z_spectrum, self.z_real, 2, "c2r", planning)
-        self.x_forward = AxisTransform(self.x_spectrum, self.x_spectrum, 0, "forward", planning)
-        self.x_backward = AxisTransform(self.x_spectrum, self.x_spectrum, 0, "backward", planning)
+        if self.grid.periodic_x:
+            forward, backward, x_data = "forward", "backward", self.x_spectrum
+        else:  # the cosine transform of the real and imaginary parts, side by side in z
+            forward, backward, x_data = "dct", "idct", self.x_spectrum.view(np.float64)
+        self.x_forward = AxisTransform(x_data, x_data, 0, forward, planning)
+        self.x_backward = AxisTransform(x_data, x_data, 0, backward, planning)
 
     def _move(self, transposer: Transposer, array, source: str, target: str, out) -> None:
         with self.timer("transpose"):
