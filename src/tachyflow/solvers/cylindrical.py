@@ -40,6 +40,7 @@ import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
+from tachyflow.numerics import immersed
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_periodic_diffusion
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
@@ -249,6 +250,28 @@ class CylindricalSolver(PencilSolver):
         self._previous = None
         self._project(1.0, restore_flow_rate=False)
 
+    def velocity_arrays(self):
+        """The ghosted u, q = r u_r, w."""
+        return self.u, self.q, self.w
+
+    def immersed_points(self, component: str) -> immersed.ComponentPoints:
+        """``component``'s ghosted points (x, r cos θ, r sin θ) for immersed bodies: ``v``
+        stands for ``q = r u_r``."""
+        x, r, theta = np.meshgrid(*self._ghosted_axes(component), indexing="ij")
+        zero, one = np.zeros_like(x), np.ones_like(x)
+        cos, sin = np.cos(theta), np.sin(theta)
+        points = np.stack([x, r * cos, r * sin], axis=-1)
+        direction = {
+            "u": np.stack([one, zero, zero], axis=-1),
+            "v": np.stack([zero, cos, sin], axis=-1),
+            "w": np.stack([zero, -sin, cos], axis=-1),
+        }[component]
+        radial = np.diff(r, axis=1, append=2 * r[:, -1:] - r[:, -2:-1])
+        steps = (self.grid.spacing_x, radial, np.abs(r) * self.grid.spacing_z)
+        scale = np.abs(r) if component == "v" else 1.0
+        volume = steps[0] * radial * steps[2]
+        return immersed.ComponentPoints(points, steps, direction, scale, volume)
+
     # -- boundaries --------------------------------------------------------------------------
 
     def _apply_boundaries(self) -> None:
@@ -401,10 +424,14 @@ class CylindricalSolver(PencilSolver):
     def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
         """Make the velocity divergence-free; the pressure is the projection potential."""
         self._apply_boundaries()
+        if self._forcing:
+            self._impulse += self._force_bodies()
         if self.inflow is not None:
             self._balance_outflow()
-        rhs = stencils.divergence(
-            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
+        rhs = self._continuity_residual(
+            stencils.divergence(
+                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
+            )
         )
         with self.timer("poisson"):
             potential = self.poisson.solve(np.ascontiguousarray(rhs))
@@ -442,7 +469,9 @@ class CylindricalSolver(PencilSolver):
         divergence = stencils.divergence(
             self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta
         )
-        return self.decomposition.maximum(float(np.abs(divergence).max(initial=0.0)))
+        return self.decomposition.maximum(
+            float(np.abs(self._continuity_residual(divergence)).max(initial=0.0))
+        )
 
     def _convective_rate(self) -> float:
         """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from tachyflow.numerics import stencils
+from tachyflow.numerics import immersed, stencils
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
@@ -169,6 +169,24 @@ class IncompressibleSolver(PencilSolver):
         self._previous = None
         self._apply_boundaries()
 
+    def velocity_arrays(self):
+        """The ghosted u, v, w."""
+        return self.u, self.v, self.w
+
+    def immersed_points(self, component: str) -> immersed.ComponentPoints:
+        """``component``'s ghosted points (x, y, z) for immersed bodies."""
+        axes = self._ghosted_axes(component)
+        mesh = np.meshgrid(*axes, indexing="ij")
+        steps = tuple(
+            np.append(np.diff(axis), axis[-1] - axis[-2]).reshape(shape)
+            for axis, shape in zip(axes, ((-1, 1, 1), (1, -1, 1), (1, 1, -1)), strict=True)
+        )
+        direction = np.zeros((*mesh[0].shape, 3))
+        direction[..., "uvw".index(component)] = 1.0
+        return immersed.ComponentPoints(
+            np.stack(mesh, axis=-1), steps, direction, 1.0, steps[0] * steps[1] * steps[2]
+        )
+
     # -- boundaries --------------------------------------------------------------------------
 
     def _wall_extrapolation(self):
@@ -280,11 +298,15 @@ class IncompressibleSolver(PencilSolver):
         self._previous = terms
         self._project(alpha * dt)
 
-    def _project(self, alpha_dt: float) -> None:
+    def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
         """Make the velocity divergence-free; the pressure is the projection potential."""
         self._apply_boundaries()
-        rhs = stencils.divergence(
-            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
+        if self._forcing:
+            self._impulse += self._force_bodies()
+        rhs = self._continuity_residual(
+            stencils.divergence(
+                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
+            )
         )
         with self.timer("poisson"):
             self.poisson.solve(rhs, out=self._potential)
@@ -293,7 +315,7 @@ class IncompressibleSolver(PencilSolver):
         stencils.subtract_gradient(
             self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, alpha_dt, self.walls
         )
-        if self.forcing.kind == "flow-rate":
+        if restore_flow_rate and self.forcing.kind == "flow-rate":
             self._restore_flow_rate(alpha_dt)
         self._apply_boundaries()
 
@@ -335,7 +357,7 @@ class IncompressibleSolver(PencilSolver):
     def max_divergence(self) -> float:
         """Largest |∇·u| over the domain (collective)."""
         divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
-        return self._max(np.abs(divergence).max(initial=0.0))
+        return self._max(np.abs(self._continuity_residual(divergence)).max(initial=0.0))
 
     def _convective_rate(self) -> float:
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow.io.checkpoint import PieceLayout
+from tachyflow.numerics import immersed
 from tachyflow.solvers.base import Solver
 
 
@@ -14,7 +15,15 @@ class PencilSolver(Solver):
     """A :class:`Solver` whose fields are y-pencils of ``self.decomposition``, with a
     ``self.poisson`` (a :class:`~tachyflow.solvers.poisson.PoissonSolver`) and a
     ``self.timer`` (a :class:`~tachyflow.solvers.poisson.PhaseTimer` with the phases
-    ``implicit``, ``advection`` and ``diffusion``)."""
+    ``implicit``, ``advection`` and ``diffusion``).
+
+    Immersed bodies (:meth:`immerse`) are imposed by direct forcing before every
+    projection; ``body_loads`` is then the force and moment (about the origin) of the fluid
+    on each body, shape (bodies, 6), averaged over the last step.
+    """
+
+    _forcing: tuple = ()
+    body_loads = np.zeros((0, 6))
 
     def coordinates(self, component: str):
         """Broadcastable coordinates along axes 0, 1, 2 (x, y, z, or x, r, θ) of this
@@ -34,13 +43,83 @@ class PencilSolver(Solver):
             raise ValueError(f"component must be 'u', 'v', 'w' or 'p', got {component!r}")
         return first[:, None, None], second[None, :, None], third[None, None, :]
 
+    def _ghosted_axes(self, component: str):
+        """1D coordinates along x, y (r), z (θ) of this rank's ghosted points of
+        ``component``, one ghost beyond each end."""
+        first, second, third = (np.ravel(axis) for axis in self.coordinates(component))
+        pencil = self.decomposition.pencils["y"]
+        if pencil.size == 0:
+            return first, second, third
+
+        def extended(values, spacing=None):
+            before = values[0] - (spacing or values[1] - values[0])
+            after = values[-1] + (spacing or values[-1] - values[-2])
+            return np.concatenate([[before], values, [after]])
+
+        return (
+            extended(first, self.grid.spacing_x),
+            extended(second),
+            extended(third, self.grid.spacing_z),
+        )
+
+    def immersed_points(self, component: str) -> immersed.ComponentPoints:
+        """Where ``component`` lives on this rank's ghosted piece, in Cartesian
+        coordinates (for immersed bodies)."""
+        raise NotImplementedError
+
+    def velocity_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ghosted arrays of the three stored velocity components."""
+        raise NotImplementedError
+
+    def immerse(self, bodies) -> None:
+        """Impose ``bodies`` (:class:`tachyflow.numerics.immersed.Body`) from now on, and on
+        the current velocity (collective: the velocity is projected again)."""
+        bodies = tuple(bodies)
+        self._forcing = tuple(
+            immersed.forcing_stencil(bodies, self.immersed_points(name)) for name in "uvw"
+        ) if bodies else ()  # fmt: skip
+        # Cells with a forced face carry a mass source (Kim, Kim & Choi 2001): continuity
+        # is not imposed there, so the projection does not push the forced velocity back.
+        shape = self.velocity_arrays()[0].shape
+        source = np.zeros(shape, dtype=bool)
+        for axis, stencil in enumerate(self._forcing):
+            faces = np.unravel_index(stencil.inside, shape)
+            source[faces] = True
+            above = list(faces)
+            above[axis] = np.minimum(above[axis] + 1, shape[axis] - 1)
+            source[tuple(above)] = True
+        self._fluid_cells = ~source[1:-1, 1:-1, 1:-1]
+        self._previous = None
+        self._impulse = np.zeros((len(bodies), 6))
+        self._project(1.0, restore_flow_rate=False)
+
+    def _continuity_residual(self, divergence: np.ndarray) -> np.ndarray:
+        """``divergence`` (owned cells) without the mass sources of immersed bodies."""
+        if self._forcing:
+            divergence *= self._fluid_cells
+        return divergence
+
+    def _force_bodies(self) -> np.ndarray:
+        """Impose the bodies on the owned velocity (refreshing the halos); return this
+        rank's momentum change (force and moment on the fluid times Δt)."""
+        load = sum(
+            stencil.apply(values)
+            for stencil, values in zip(self._forcing, self.velocity_arrays(), strict=True)
+        )
+        self._apply_boundaries()
+        return load
+
     def step(self, dt: float) -> None:
         """Advance one time step of size ``dt``: the three substeps of the low-storage RK3
         (``self._substep(dt, stage)``) (collective)."""
         if not dt > 0:
             raise ValueError(f"time step must be positive, got {dt!r}")
+        if self._forcing:
+            self._impulse[...] = 0.0
         for stage in range(3):
             self._substep(dt, stage)
+        if self._forcing:
+            self.body_loads = -self.decomposition.sum_arrays(self._impulse) / dt
         self.time += dt
         self.steps += 1
 

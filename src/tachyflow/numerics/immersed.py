@@ -1,0 +1,306 @@
+"""Immersed boundaries by direct forcing (MPI-free): bodies as level sets, and the forcing
+stencils that impose a body's velocity on a staggered grid, Cartesian or cylindrical.
+
+A body is a level set ``φ`` (negative inside, positive in the fluid, ~ the distance to the
+surface) with a rigid-body velocity. On each velocity component's points:
+
+* points inside a body take the body's velocity;
+* *forcing points* (in the fluid, with a neighbour inside along a grid line) take the
+  value interpolated linearly along that line between the surface crossing (the body's
+  velocity there) and the next point out in the fluid, as Fadlun, Verzicco, Orlandi &
+  Mohd-Yusof (2000) do; the grid line chosen is the one most nearly normal to the
+  surface. That interpolation is second-order accurate, which is what the "direct
+  forcing with second-order interpolation" of Kim, Kim & Choi (2001) achieves with its
+  mass source; we project the forced velocity instead of adding the source, so the
+  velocity left at the forcing points after the projection differs from the imposed
+  one by O(Δt) (the pressure correction), a documented equivalent of the same order in
+  space.
+
+Stencils are built once per body position from the level set on a rank's ghosted piece
+(the neighbours of its owned points are its halo), and applied as two gathers and a
+scatter per component. The momentum they add is the force of the bodies on the fluid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# -- bodies ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RigidMotion:
+    """A rigid rotation at ``angular_velocity`` (rad per unit time) about the line through
+    ``centre`` along ``axis``; at rest when the angular velocity is 0."""
+
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    angular_velocity: float = 0.0
+
+    def __post_init__(self):
+        axis = np.asarray(self.axis, dtype=float)
+        if axis.shape != (3,) or not np.linalg.norm(axis) > 0:
+            raise ValueError(f"axis must be a nonzero 3-vector, got {self.axis!r}")
+        if np.shape(self.centre) != (3,):
+            raise ValueError(f"centre must be a 3-vector, got {self.centre!r}")
+        if not np.isfinite(self.angular_velocity):
+            raise ValueError(f"angular_velocity must be finite, got {self.angular_velocity!r}")
+
+    def velocity(self, points: np.ndarray) -> np.ndarray:
+        """Velocity ``ω × (p - c)`` at ``points`` (shape (n, 3))."""
+        axis = np.asarray(self.axis, dtype=float)
+        omega = self.angular_velocity * axis / np.linalg.norm(axis)
+        return np.cross(omega, points - np.asarray(self.centre, dtype=float))
+
+
+class Body:
+    """A solid: :meth:`level` (negative inside) and its :class:`RigidMotion`."""
+
+    motion: RigidMotion = RigidMotion()
+
+    def level(self, points: np.ndarray) -> np.ndarray:
+        """Signed distance to the surface at ``points`` (shape (n, 3)), negative inside."""
+        raise NotImplementedError
+
+    def velocity(self, points: np.ndarray) -> np.ndarray:
+        """The body's velocity at ``points`` (shape (n, 3))."""
+        return self.motion.velocity(points)
+
+
+def _unit(vector) -> np.ndarray:
+    vector = np.asarray(vector, dtype=float)
+    if vector.shape != (3,) or not np.linalg.norm(vector) > 0:
+        raise ValueError(f"axis must be a nonzero 3-vector, got {vector!r}")
+    return vector / np.linalg.norm(vector)
+
+
+def _positive(name: str, value) -> float:
+    if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CircularCylinder(Body):
+    """An infinitely long circular cylinder of ``radius`` about the line through ``centre``
+    along ``axis``; with ``hollow`` the solid is outside it (a duct around the fluid)."""
+
+    centre: tuple[float, float, float]
+    radius: float
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    motion: RigidMotion = RigidMotion()
+    hollow: bool = False
+
+    def __post_init__(self):
+        _positive("radius", self.radius)
+        _unit(self.axis)
+
+    def level(self, points):
+        axis = _unit(self.axis)
+        offset = points - np.asarray(self.centre, dtype=float)
+        across = offset - np.outer(offset @ axis, axis)
+        distance = np.linalg.norm(across, axis=1) - self.radius
+        return -distance if self.hollow else distance
+
+
+@dataclass(frozen=True)
+class Sphere(Body):
+    """A sphere of ``radius`` about ``centre``."""
+
+    centre: tuple[float, float, float]
+    radius: float
+    motion: RigidMotion = RigidMotion()
+
+    def __post_init__(self):
+        _positive("radius", self.radius)
+
+    def level(self, points):
+        return np.linalg.norm(points - np.asarray(self.centre, dtype=float), axis=1) - self.radius
+
+
+class TriangulatedBody(Body):
+    """A closed triangulated surface (any format trimesh reads: STL, OBJ, PLY, ...), its
+    signed distance from trimesh; scaled by ``scale`` then moved by ``offset``. Further
+    than 5 % of its size from its bounding box, :meth:`level` is the distance to the box.
+
+    Raises ValueError when the surface is not watertight (inside would be undefined).
+    """
+
+    def __init__(self, surface, scale: float = 1.0, offset=(0.0, 0.0, 0.0), motion=None):
+        import trimesh
+
+        mesh = surface if isinstance(surface, trimesh.Trimesh) else trimesh.load(
+            surface, force="mesh"
+        )  # fmt: skip
+        if not mesh.is_watertight:
+            raise ValueError(f"surface {surface!r} is not closed (watertight): no inside")
+        mesh = mesh.copy()
+        mesh.apply_scale(_positive("scale", scale))
+        mesh.apply_translation(np.asarray(offset, dtype=float))
+        self.mesh = mesh
+        self.motion = motion or RigidMotion()
+
+    def level(self, points):
+        import trimesh
+
+        # Far from the bounding box the distance to the box (a lower bound, positive) is
+        # enough: forcing needs distances only next to the surface.
+        lower, upper = self.mesh.bounds
+        margin = 0.05 * float(np.max(upper - lower))
+        result = np.linalg.norm(np.maximum(lower - points, 0) + np.maximum(points - upper, 0),
+                                axis=1)  # fmt: skip
+        near = result < margin
+        if near.any():  # trimesh: positive inside
+            result[near] = -trimesh.proximity.signed_distance(self.mesh, points[near])
+        return result
+
+
+def level_and_owner(bodies, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The level set of the union of ``bodies`` at ``points`` and which body is nearest."""
+    levels = np.stack([body.level(points) for body in bodies])
+    owner = np.argmin(levels, axis=0)
+    return levels[owner, np.arange(len(points))], owner
+
+
+def body_velocity(bodies, owner: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Velocity at ``points`` of the body each belongs to (``owner``)."""
+    velocity = np.zeros_like(points)
+    for index, body in enumerate(bodies):
+        mine = owner == index
+        if mine.any():
+            velocity[mine] = body.velocity(points[mine])
+    return velocity
+
+
+# -- forcing on a grid ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComponentPoints:
+    """Where one velocity component lives on a rank's ghosted piece.
+
+    ``points``: Cartesian coordinates, an array of shape ``(*ghosted, 3)``; ``steps``: for
+    each axis, the distance from each point to its neighbour one index up along it
+    (broadcastable to the ghosted shape); ``direction``: the unit vector of the component
+    at each point (shape ``(*ghosted, 3)``); ``scale``: the stored value per unit velocity
+    (``r`` for ``q = r u_r``, else 1); ``volume``: the control volume of each point.
+    """
+
+    points: np.ndarray
+    steps: tuple[np.ndarray, np.ndarray, np.ndarray]
+    direction: np.ndarray
+    scale: np.ndarray | float
+    volume: np.ndarray
+
+
+@dataclass
+class ForcingStencil:
+    """The forcing of one component on one rank (flat indices into its ghosted array)."""
+
+    inside: np.ndarray
+    inside_values: np.ndarray
+    targets: np.ndarray
+    neighbours: np.ndarray
+    weights: np.ndarray  # of the neighbour's value
+    wall_terms: np.ndarray  # (1 - weight) * the body's value at the surface crossing
+    loads: np.ndarray = field(repr=False)  # (points, 6): force and moment per unit change
+    owners: np.ndarray = field(repr=False)  # the body of each point
+    bodies: int = 1
+
+    @property
+    def points(self) -> int:
+        """Forcing and inside points of this stencil."""
+        return len(self.inside) + len(self.targets)
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """Impose the bodies on ``values`` (a ghosted array, in place); return the load of
+        the change per body, shape (bodies, 6): force (3) and moment about the origin (3)
+        added to the fluid, times Δt."""
+        flat = values.reshape(-1)
+        before = np.concatenate([flat[self.inside], flat[self.targets]])
+        forced = self.weights * flat[self.neighbours] + self.wall_terms
+        flat[self.inside] = self.inside_values
+        flat[self.targets] = forced
+        change = np.concatenate([self.inside_values, forced]) - before
+        load = np.zeros((self.bodies, 6))
+        np.add.at(load, self.owners, change[:, None] * self.loads)
+        return load
+
+
+def forcing_stencil(bodies, geometry: ComponentPoints) -> ForcingStencil:
+    """Build the forcing of ``bodies`` on one component's owned points (not the outer
+    ghost layer), from the level set on the ghosted piece."""
+    shape = geometry.points.shape[:-1]
+    points = geometry.points.reshape(-1, 3)
+    level, owner = level_and_owner(bodies, points)
+    level = level.reshape(shape)
+    owned = np.zeros(shape, dtype=bool)
+    owned[1:-1, 1:-1, 1:-1] = True
+    direction = geometry.direction.reshape(-1, 3)
+    scale = np.broadcast_to(geometry.scale, shape).reshape(-1)
+    volume = np.broadcast_to(geometry.volume, shape).reshape(-1)
+
+    def component(where: np.ndarray, velocity_points: np.ndarray, owners) -> np.ndarray:
+        velocity = body_velocity(bodies, owners, velocity_points)
+        return scale[where] * np.einsum("ij,ij->i", velocity, direction[where])
+
+    inside = np.flatnonzero(owned & (level < 0))
+    inside_values = component(inside, points[inside], owner[inside])
+
+    # Forcing points: owned, in the fluid, a neighbour inside along some axis. Along each
+    # axis and side, the crossing's fraction of the step and the slope of the level set.
+    candidates = owned & (level >= 0)
+    best_slope = np.zeros(shape)
+    chosen = np.full(shape, -1)
+    for axis in range(3):
+        step = np.broadcast_to(geometry.steps[axis], shape)
+        for side, shift in enumerate((1, -1)):
+            neighbour_level = np.roll(level, -shift, axis=axis)
+            distance = step if shift == 1 else np.roll(step, 1, axis=axis)
+            with np.errstate(divide="ignore", invalid="ignore"):  # r Δθ = 0 on the axis
+                slope = (level - neighbour_level) / distance
+            better = candidates & (neighbour_level < 0) & (slope > best_slope)
+            best_slope[better] = slope[better]
+            chosen[better] = 2 * axis + side
+    targets = np.flatnonzero(chosen >= 0)
+    neighbours, weights, walls = [], [], []
+    strides = np.array([shape[1] * shape[2], shape[2], 1])
+    for target in targets:
+        index = np.unravel_index(target, shape)
+        axis, side = divmod(int(chosen[index]), 2)
+        shift = 1 if side == 0 else -1
+        inward = target + shift * strides[axis]  # the neighbour inside
+        outward = target - shift * strides[axis]  # the next point out
+        steps = np.broadcast_to(geometry.steps[axis], shape).reshape(-1)
+        h_in = steps[target] if shift == 1 else steps[inward]
+        h_out = steps[outward] if shift == 1 else steps[target]
+        fraction = level.flat[target] / (level.flat[target] - level.flat[inward])
+        crossing = points[target] + fraction * (points[inward] - points[target])
+        if level.flat[outward] < 0:  # a body thinner than two cells: no fluid point out
+            weight = 0.0
+        else:
+            weight = fraction * h_in / (h_out + fraction * h_in)
+        neighbours.append(outward)
+        weights.append(weight)
+        walls.append(crossing)
+    walls = np.reshape(walls, (-1, 3))
+    weights = np.asarray(weights, dtype=float)
+    wall_owners = level_and_owner(bodies, walls)[1]
+    wall_values = component(targets, walls, wall_owners)
+    every = np.concatenate([inside, targets])
+    arm = points[every]
+    unit = direction[every] * (volume[every] / scale[every])[:, None]
+    loads = np.concatenate([unit, np.cross(arm, unit)], axis=1)
+    return ForcingStencil(
+        inside=inside,
+        inside_values=inside_values,
+        targets=targets,
+        neighbours=np.asarray(neighbours, dtype=np.intp),
+        weights=weights,
+        wall_terms=(1.0 - weights) * wall_values,
+        loads=loads,
+        owners=np.concatenate([owner[inside], wall_owners]).astype(np.intp),
+        bodies=len(bodies),
+    )
