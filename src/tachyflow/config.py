@@ -122,6 +122,37 @@ class CylinderSection:
 
 
 @dataclass(frozen=True)
+class BodySection:
+    """``[[immersed.body]]``: a solid imposed on the flow by direct forcing. ``shape`` is a
+    registered body shape (``sphere``, ``cylinder``: infinitely long along ``axis``,
+    ``surface``: a closed triangulated ``file``, scaled then moved by ``offset``); the body
+    turns at ``angular_velocity`` about ``rotation_axis`` through ``rotation_centre`` (in
+    the solver's frame: a fan's blades in its rotating frame are at rest)."""
+
+    name: str = "body"
+    shape: str = "sphere"
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    radius: float = 0.5
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    hollow: bool = False  # cylinder: the solid is outside (a duct)
+    file: str = ""
+    scale: float = 1.0
+    offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    angular_velocity: float = 0.0
+    rotation_axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    rotation_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class ImmersedSection:
+    """``[immersed]``: immersed bodies (``[[immersed.body]]``) and the cadence, in steps, of
+    their loads in ``forces.csv`` (0: only at the end)."""
+
+    forces_every: int = 1
+    body: tuple[BodySection, ...] = ()
+
+
+@dataclass(frozen=True)
 class ParallelSection:
     """``[parallel]``: the process grid (``[0, 0]``: chosen automatically)."""
 
@@ -303,6 +334,7 @@ class Config:
     output: OutputSection = field(default_factory=OutputSection)
     parallel: ParallelSection = field(default_factory=ParallelSection)
     cylinder: CylinderSection = field(default_factory=CylinderSection)
+    immersed: ImmersedSection = field(default_factory=ImmersedSection)
     statistics: StatisticsSection = field(default_factory=StatisticsSection)
     mesh: MeshSection = field(default_factory=MeshSection)
     pressure: PressureSection = field(default_factory=PressureSection)
@@ -515,12 +547,37 @@ def _validate(config: Config, source: str) -> None:
                 "[] or without x when x has an inflow and an outflow",
                 list(statistics.homogeneous))  # fmt: skip
     _validate_insitu(config.insitu, require)
+    _validate_immersed(config, require)
     require(
         all(p >= 0 for p in config.parallel.proc_grid),
         "parallel.proc_grid",
         "two integers >= 0",
         config.parallel.proc_grid,
     )
+
+
+def _validate_immersed(config: Config, require) -> None:
+    immersed = config.immersed
+    require(immersed.forces_every >= 0, "immersed.forces_every", ">= 0", immersed.forces_every)
+    if not immersed.body:
+        return
+    from tachyflow.solvers import bodies  # the registered shapes
+
+    names = [body.name for body in immersed.body]
+    require(len(set(names)) == len(names), "immersed.body", "bodies with distinct names",
+            names)  # fmt: skip
+    require(config.case.solver in ("incompressible", "cylindrical"), "case.solver",
+            "'incompressible' or 'cylindrical' with [[immersed.body]]",
+            config.case.solver)  # fmt: skip
+    for body in immersed.body:
+        key = f"immersed.body '{body.name}'"
+        require(body.shape in bodies.shapes(), f"{key} shape", f"one of {bodies.shapes()}",
+                body.shape)  # fmt: skip
+        require(body.radius > 0, f"{key} radius", "> 0", body.radius)
+        require(body.scale > 0, f"{key} scale", "> 0", body.scale)
+        for vector in ("axis", "rotation_axis"):
+            value = getattr(body, vector)
+            require(any(value), f"{key} {vector}", "a nonzero vector", value)
 
 
 def _validate_pressure(pressure: PressureSection, require) -> None:

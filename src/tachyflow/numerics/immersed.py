@@ -207,6 +207,7 @@ class ForcingStencil:
     wall_terms: np.ndarray  # (1 - weight) * the body's value at the surface crossing
     loads: np.ndarray = field(repr=False)  # (points, 6): force and moment per unit change
     owners: np.ndarray = field(repr=False)  # the body of each point
+    solid: np.ndarray = field(repr=False)  # every ghosted point inside a body, ghosts too
     bodies: int = 1
 
     @property
@@ -302,5 +303,6 @@ def forcing_stencil(bodies, geometry: ComponentPoints) -> ForcingStencil:
         wall_terms=(1.0 - weights) * wall_values,
         loads=loads,
         owners=np.concatenate([owner[inside], wall_owners]).astype(np.intp),
+        solid=np.flatnonzero(level < 0),
         bodies=len(bodies),
     )

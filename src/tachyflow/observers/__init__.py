@@ -29,6 +29,7 @@ from tachyflow.registry import Registry
 # live viewer show the history it records). Imported on first use.
 BUILTIN = (
     "tachyflow.observers.statistics",
+    "tachyflow.observers.bodies",
     "tachyflow.observers.turbulence",
     "tachyflow.observers.checkpoints",
     "tachyflow.observers.images",

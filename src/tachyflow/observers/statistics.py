@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 import math
 
+from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
 
 
@@ -19,8 +19,7 @@ class Statistics(Observer):
 
     def __init__(self, every: int):
         self.every = every
-        self._file = None
-        self._writer = None
+        self._table = None
         self._recorded = None  # the step of the last record, kept from before a restart too
 
     @classmethod
@@ -31,18 +30,10 @@ class Statistics(Observer):
         self._columns = run.solver.statistics_columns
         if not run.root:
             return
-        path = run.output / "stats.csv"
-        kept = []
-        if run.restarted and path.is_file():
-            with path.open(newline="") as existing:
-                rows = csv.DictReader(existing)
-                kept = [row for row in rows if int(row["step"]) <= run.first_step]
-        self._file = path.open("w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=self._columns, extrasaction="ignore")
-        self._writer.writeheader()
-        self._writer.writerows(kept)
-        self._file.flush()
-        self._recorded = int(kept[-1]["step"]) if kept else None
+        self._table = AppendedTable(
+            run.output / "stats.csv", self._columns, run.restarted, run.first_step
+        )
+        self._recorded = self._table.last_step
 
     def observe(self, run) -> None:
         statistics = run.solver.statistics()
@@ -50,9 +41,8 @@ class Statistics(Observer):
         statistics.setdefault("wall_shear", math.nan)
         run.history.append(statistics)
         self._recorded = statistics["step"]
-        if self._writer is not None:
-            self._writer.writerow(statistics)
-            self._file.flush()
+        if self._table is not None:
+            self._table.append(statistics)
         values = " ".join(
             f"{name}={statistics[name]:.6g}"
             for name in self._columns[2:]
@@ -63,6 +53,6 @@ class Statistics(Observer):
     def finish(self, run) -> None:
         if self._recorded != run.solver.steps:
             self.observe(run)
-        if self._file is not None:
-            self._file.close()
-            self._file = self._writer = None
+        if self._table is not None:
+            self._table.close()
+            self._table = None

@@ -130,7 +130,8 @@ class CylindricalSolver(PencilSolver):
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> CylindricalSolver:
-        """The solver of ``[grid] cells``, ``[cylinder]`` and ``[flow]`` (collective)."""
+        """The solver of ``[grid] cells``, ``[cylinder]``, ``[flow]`` and ``[immersed]``
+        (collective)."""
         cylinder, flow = config.cylinder, config.flow
         if flow.initial not in INITIAL_CONDITIONS:
             raise ConfigError(
@@ -162,6 +163,7 @@ class CylindricalSolver(PencilSolver):
             inflow=Inflow(cylinder.inflow_profile, cylinder.inflow_velocity) if open_x else None,
         )
         _set_initial_condition(config, solver)
+        solver.immerse_case_bodies(config)
         return solver
 
     def __init__(

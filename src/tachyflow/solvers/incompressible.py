@@ -102,7 +102,8 @@ class IncompressibleSolver(PencilSolver):
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> IncompressibleSolver:
-        """The solver of ``[grid]`` and ``[flow]``, at ``[flow] initial`` (collective)."""
+        """The solver of ``[grid]`` and ``[flow]``, at ``[flow] initial``, with the bodies of
+        ``[immersed]`` (collective)."""
         from tachyflow.solvers.initial_conditions import set_initial_condition
 
         grid_config = config.grid
@@ -119,6 +120,7 @@ class IncompressibleSolver(PencilSolver):
         forcing = Forcing(config.flow.forcing, config.flow.forcing_value)
         solver = cls(decomposition, grid, config.flow.viscosity, forcing, planning=planning)
         set_initial_condition(config, solver)
+        solver.immerse_case_bodies(config)
         return solver
 
     def __init__(

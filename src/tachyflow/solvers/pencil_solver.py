@@ -78,12 +78,13 @@ class PencilSolver(Solver):
         self._forcing = tuple(
             immersed.forcing_stencil(bodies, self.immersed_points(name)) for name in "uvw"
         ) if bodies else ()  # fmt: skip
-        # Cells with a forced face carry a mass source (Kim, Kim & Choi 2001): continuity
-        # is not imposed there, so the projection does not push the forced velocity back.
+        # Cells with a face inside a body (those the surface cuts, and those inside) carry a
+        # mass source (Kim, Kim & Choi 2001): continuity is not imposed there, so the
+        # projection does not push the forced velocity back (second order, not first).
         shape = self.velocity_arrays()[0].shape
         source = np.zeros(shape, dtype=bool)
         for axis, stencil in enumerate(self._forcing):
-            faces = np.unravel_index(stencil.inside, shape)
+            faces = np.unravel_index(stencil.solid, shape)
             source[faces] = True
             above = list(faces)
             above[axis] = np.minimum(above[axis] + 1, shape[axis] - 1)
@@ -92,6 +93,14 @@ class PencilSolver(Solver):
         self._previous = None
         self._impulse = np.zeros((len(bodies), 6))
         self._project(1.0, restore_flow_rate=False)
+
+    def immerse_case_bodies(self, config) -> None:
+        """Impose the case's ``[[immersed.body]]``, if any (collective)."""
+        from tachyflow.solvers import bodies
+
+        found = bodies.from_case(config)
+        if found:
+            self.immerse(found)
 
     def _continuity_residual(self, divergence: np.ndarray) -> np.ndarray:
         """``divergence`` (owned cells) without the mass sources of immersed bodies."""

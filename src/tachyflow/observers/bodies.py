@@ -1,0 +1,91 @@
+"""The bodies observer: the loads of the fluid on each immersed body, ``forces.csv`` and
+``images/forces.png``."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+from tachyflow.io.files import AppendedTable
+from tachyflow.observers import Observer, register
+
+LOADS = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
+
+
+@register
+class BodyLoads(Observer):
+    """Records the force and moment (about the origin) of the fluid on every
+    ``[[immersed.body]]`` every ``[immersed] forces_every`` steps and after the last step:
+    a row of ``forces.csv`` (``step``, ``time``, then ``NAME_Fx`` ... ``NAME_Mz`` per body,
+    averaged over the step), and at the end a plot of their histories."""
+
+    name = "bodies"
+
+    def __init__(self, every: int, names: tuple[str, ...]):
+        self.every = every
+        self.names = names
+        self.columns = ["step", "time"] + [f"{name}_{load}" for name in names for load in LOADS]
+        self._table = None
+        self._last = None
+
+    @classmethod
+    def from_case(cls, config, options):
+        if not config.immersed.body:
+            return None
+        return cls(config.immersed.forces_every, tuple(b.name for b in config.immersed.body))
+
+    def start(self, run) -> None:
+        if run.root:
+            self._table = AppendedTable(
+                run.output / "forces.csv", self.columns, run.restarted, run.first_step
+            )
+
+    def observe(self, run) -> None:
+        solver = run.solver
+        loads = np.asarray(solver.body_loads).ravel()  # equal on every rank
+        self._last = {"step": solver.steps, "time": solver.time}
+        self._last.update(zip(self.columns[2:], (float(value) for value in loads), strict=True))
+        if self._table is not None:
+            self._table.append(self._last)
+
+    def finish(self, run) -> None:
+        if self._last is None or self._last["step"] != run.solver.steps:
+            self.observe(run)
+        if self._table is None:
+            return
+        self._table.close()
+        self._table = None
+        self._plot(run)
+
+    def close(self, run) -> None:
+        if self._table is not None:
+            self._table.close()
+            self._table = None
+
+    def _plot(self, run) -> None:
+        from tachyflow.io.figures import pyplot, save_figure
+
+        with (run.output / "forces.csv").open(newline="") as table:
+            rows = list(csv.DictReader(table))
+        if len(rows) < 2:
+            return
+        plt = pyplot()
+        time = np.array([float(row["time"]) for row in rows])
+        figure, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        for name in self.names:
+            for axis, loads in zip(axes, (LOADS[:3], LOADS[3:]), strict=True):
+                for load in loads:
+                    values = [float(row[f"{name}_{load}"]) for row in rows]
+                    axis.plot(time, values, label=f"{name} {load}")
+        axes[0].set_ylabel("force on the body")
+        axes[1].set_ylabel("moment about the origin")
+        axes[1].set_xlabel("time")
+        for axis in axes:
+            axis.legend(fontsize="small", ncol=3)
+            axis.grid(alpha=0.3)
+        (run.output / "images").mkdir(exist_ok=True)
+        save_figure(figure, run.output / "images" / "forces.png")
+
+    def summary(self) -> dict | None:
+        return {"body_loads": self._last}

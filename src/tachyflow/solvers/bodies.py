@@ -1,0 +1,90 @@
+"""Immersed bodies of a case (``[[immersed.body]]``), built by shapes registered by name.
+
+A shape is a :class:`BodyShape` subclass with a ``name`` and :meth:`BodyShape.build`,
+registered with :func:`register` (a plug-in may add its own, e.g. a parametric blade row).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from tachyflow.errors import ConfigError
+from tachyflow.numerics import immersed
+from tachyflow.registry import Registry
+
+
+class BodyShape:
+    """Builds a :class:`~tachyflow.numerics.immersed.Body` from its case table."""
+
+    name: ClassVar[str]
+
+    @classmethod
+    def build(cls, section, folder: Path) -> immersed.Body:
+        """The body of ``section`` (a ``BodySection``); ``folder``: the case file's."""
+        raise NotImplementedError
+
+
+_SHAPES = Registry("body shape", BodyShape)
+register = _SHAPES.add
+
+
+def shapes() -> list[str]:
+    """The registered shape names."""
+    return sorted(_SHAPES.classes())
+
+
+def _motion(section) -> immersed.RigidMotion:
+    return immersed.RigidMotion(
+        section.rotation_centre, section.rotation_axis, section.angular_velocity
+    )
+
+
+@register
+class SphereShape(BodyShape):
+    """``shape = "sphere"``: ``centre``, ``radius``."""
+
+    name = "sphere"
+
+    @classmethod
+    def build(cls, section, folder):
+        return immersed.Sphere(section.centre, section.radius, motion=_motion(section))
+
+
+@register
+class CylinderShape(BodyShape):
+    """``shape = "cylinder"``: ``centre``, ``radius``, ``axis``, ``hollow``."""
+
+    name = "cylinder"
+
+    @classmethod
+    def build(cls, section, folder):
+        return immersed.CircularCylinder(
+            section.centre, section.radius, section.axis, _motion(section), section.hollow
+        )
+
+
+@register
+class SurfaceShape(BodyShape):
+    """``shape = "surface"``: a closed triangulated ``file`` (relative to the case file),
+    ``scale``, ``offset``."""
+
+    name = "surface"
+
+    @classmethod
+    def build(cls, section, folder):
+        path = Path(section.file)
+        path = path if path.is_absolute() else folder / path
+        if not path.is_file():
+            raise ConfigError(f"immersed.body '{section.name}': no surface file {str(path)!r}")
+        try:
+            return immersed.TriangulatedBody(path, section.scale, section.offset, _motion(section))
+        except ValueError as error:
+            raise ConfigError(f"immersed.body '{section.name}': {error}") from None
+
+
+def from_case(config) -> list[immersed.Body]:
+    """The bodies of a case, in its order."""
+    source = Path(config.source)
+    folder = source.parent if source.is_file() else Path.cwd()
+    return [_SHAPES[body.shape].build(body, folder) for body in config.immersed.body]

@@ -1,0 +1,83 @@
+"""Immersed bodies from a case file: ``[[immersed.body]]`` tables, ``forces.csv`` and its
+plot, restarts, and clear errors for bad bodies."""
+
+import csv
+
+import pytest
+
+from tests.cli.test_cli import tachyflow
+
+COUETTE = """
+[case]
+name = "couette-immersed"
+solver = "incompressible"
+[grid]
+cells = [32, 32, 1]
+lengths = [2.6, 2.6, 0.08125]
+[flow]
+viscosity = 0.1
+initial = "rest"
+[time]
+steps = {steps}
+[output]
+checkpoint_every = 20
+[immersed]
+forces_every = 10
+[[immersed.body]]
+name = "rotor"
+shape = "cylinder"
+centre = [1.3, 1.3, 0.0]
+radius = 0.5
+angular_velocity = 1.0
+rotation_axis = [0, 0, 1]
+rotation_centre = [1.3, 1.3, 0.0]
+[[immersed.body]]
+name = "{second}"
+shape = "{shape}"
+centre = [1.3, 1.3, 0.0]
+radius = 1.0
+hollow = true
+"""
+
+
+def rows(path):
+    with path.open(newline="") as table:
+        return list(csv.DictReader(table))
+
+
+def test_a_case_with_bodies_writes_their_loads_and_restarts(tmp_path):
+    case = tmp_path / "couette.toml"
+    case.write_text(COUETTE.format(steps=40, second="stator", shape="cylinder"))
+    whole, halves = tmp_path / "whole", tmp_path / "halves"
+    runs = [
+        ("run", str(case), "-n", "2", "-o", str(whole)),
+        ("run", str(case), "-n", "2", "--steps", "20", "-o", str(halves)),
+        ("run", str(case), "-n", "3", "--restart", "latest", "-o", str(halves)),
+    ]
+    for arguments in runs:
+        result = tachyflow(*arguments, timeout=180)
+        assert result.returncode == 0, result.stderr
+    table = rows(whole / "forces.csv")
+    assert [int(row["step"]) for row in table] == [10, 20, 30, 40]
+    assert {"rotor_Mz", "stator_Mz", "rotor_Fx"} <= set(table[0])
+    # The fluid drags on the turning rotor (negative torque) and drives the stator.
+    assert float(table[-1]["rotor_Mz"]) < 0 < float(table[-1]["stator_Mz"])
+    assert (whole / "images" / "forces.png").is_file()
+    restarted = rows(halves / "forces.csv")
+    assert [row["step"] for row in restarted] == [row["step"] for row in table]
+    assert float(restarted[-1]["rotor_Mz"]) == pytest.approx(float(table[-1]["rotor_Mz"]), 1e-9)
+
+
+@pytest.mark.parametrize(
+    "second, shape, message",
+    [
+        ("stator", "cube", "immersed.body 'stator' shape' must be one of"),
+        ("rotor", "cylinder", "bodies with distinct names"),
+    ],
+)
+def test_bad_bodies_are_named_in_one_line(tmp_path, second, shape, message):
+    case = tmp_path / "bad.toml"
+    case.write_text(COUETTE.format(steps=2, second=second, shape=shape))
+    result = tachyflow("run", str(case), "-o", str(tmp_path / "out"), timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
