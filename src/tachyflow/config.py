@@ -19,7 +19,7 @@ from tachyflow.errors import ConfigError
 
 INITIAL_CONDITIONS = (
     "rest", "taylor-green", "poiseuille", "perturbed-channel",  # incompressible
-    "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe",  # cylindrical
+    "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow",  # cylindrical
 )  # fmt: skip
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
 X_BOUNDARIES = ("periodic", "inflow-outflow")
@@ -141,6 +141,27 @@ class BodySection:
     angular_velocity: float = 0.0
     rotation_axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
     rotation_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class FanSection:
+    """``[fan]``: the rotor of an axial fan in the cylindrical domain (its hub is
+    ``[cylinder] inner_radius``, its duct ``radius``, its speed ``rotation``), made an
+    immersed body by ``[[immersed.body]] shape = "fan-rotor"``. Pairs are (root, tip), varied
+    linearly; angles in degrees; camber and thickness as fractions of the chord."""
+
+    blades: int = 5
+    tip_clearance: float = 0.02
+    position: float = 1.0  # x of the blades' quarter chord
+    pressure_planes: tuple[float, float] = (0.5, 1.5)  # x up- and downstream: Δp between
+    chord: tuple[float, float] = (0.35, 0.25)
+    stagger: tuple[float, float] = (40.0, 56.0)  # from the axis
+    camber: tuple[float, float] = (0.04, 0.02)
+    camber_position: float = 0.4
+    thickness: float = 0.08
+    sweep: float = 0.0
+    stations: int = 12
+    points: int = 40
 
 
 @dataclass(frozen=True)
@@ -335,6 +356,7 @@ class Config:
     parallel: ParallelSection = field(default_factory=ParallelSection)
     cylinder: CylinderSection = field(default_factory=CylinderSection)
     immersed: ImmersedSection = field(default_factory=ImmersedSection)
+    fan: FanSection = field(default_factory=FanSection)
     statistics: StatisticsSection = field(default_factory=StatisticsSection)
     mesh: MeshSection = field(default_factory=MeshSection)
     pressure: PressureSection = field(default_factory=PressureSection)
@@ -578,6 +600,31 @@ def _validate_immersed(config: Config, require) -> None:
         for vector in ("axis", "rotation_axis"):
             value = getattr(body, vector)
             require(any(value), f"{key} {vector}", "a nonzero vector", value)
+        if body.shape == "fan-rotor":
+            _validate_fan(config, require)
+
+
+def _validate_fan(config: Config, require) -> None:
+    fan, cylinder = config.fan, config.cylinder
+    require(config.case.solver == "cylindrical", "case.solver", "'cylindrical' with a fan",
+            config.case.solver)  # fmt: skip
+    require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",
+            cylinder.inner_radius)  # fmt: skip
+    require(fan.blades >= 1 and fan.blades % cylinder.sectors == 0, "fan.blades",
+            f"a positive multiple of cylinder.sectors = {cylinder.sectors}",
+            fan.blades)  # fmt: skip
+    require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
+            "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)  # fmt: skip
+    require(cylinder.x_boundaries == "inflow-outflow", "cylinder.x_boundaries",
+            '"inflow-outflow" with a fan', cylinder.x_boundaries)  # fmt: skip
+    for key in ("position", "pressure_planes"):
+        values = getattr(fan, key)
+        values = values if isinstance(values, tuple) else (values,)
+        require(all(0 < value < cylinder.length for value in values), f"fan.{key}",
+                f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))  # fmt: skip
+    require(fan.pressure_planes[0] < fan.position < fan.pressure_planes[1],
+            "fan.pressure_planes", f"one plane up- and one downstream of fan.position = "
+            f"{fan.position}", fan.pressure_planes)  # fmt: skip
 
 
 def _validate_pressure(pressure: PressureSection, require) -> None:

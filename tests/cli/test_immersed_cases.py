@@ -81,3 +81,42 @@ def test_bad_bodies_are_named_in_one_line(tmp_path, second, shape, message):
     result = tachyflow("run", str(case), "-o", str(tmp_path / "out"), timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_the_axial_fan_case_writes_its_performance(tmp_path):
+    output = tmp_path / "fan"
+    result = tachyflow("run", "axial-fan", "-n", "2", "--steps", "12", "-o", str(output),
+                       timeout=180)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    import json
+
+    performance = json.loads((output / "fan.json").read_text())
+    assert performance["flow_coefficient"] == pytest.approx(0.25)
+    assert performance["blade_passing_frequency"] == pytest.approx(5 * 4 / (2 * 3.141592653589793))
+    assert performance["torque"] > 0  # the motor drives the rotor
+    table = rows(output / "fan.csv")
+    assert [int(row["step"]) for row in table] == [2, 4, 6, 8, 10, 12]
+    assert (output / "images" / "fan.png").is_file()
+    assert "rotor_Mx" in rows(output / "forces.csv")[0]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('x_boundaries = "inflow-outflow"', 'x_boundaries = "periodic"'),
+         "'cylinder.x_boundaries' must be \"inflow-outflow\" with a fan"),
+        (("blades = 5", "blades = 7"), "'fan.blades' must be a positive multiple"),
+        (("position = 1.0", "position = 2.0"), "'fan.pressure_planes' must be one plane up-"),
+    ],
+)  # fmt: skip
+def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):
+    from importlib import resources
+
+    text = (resources.files("tachyflow") / "cases" / "axial-fan.toml").read_text()
+    assert change[0] in text
+    case = tmp_path / "fan.toml"
+    case.write_text(text.replace(change[0], change[1]).replace(
+        'initial = "inflow"', 'initial = "rest"'))  # fmt: skip
+    result = tachyflow("run", str(case), "-o", str(tmp_path / "out"), timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr

@@ -20,8 +20,9 @@ class BodyShape:
     name: ClassVar[str]
 
     @classmethod
-    def build(cls, section, folder: Path) -> immersed.Body:
-        """The body of ``section`` (a ``BodySection``); ``folder``: the case file's."""
+    def build(cls, section, config, folder: Path) -> immersed.Body:
+        """The body of ``section`` (a ``BodySection``) of ``config``; ``folder``: the case
+        file's (for relative paths)."""
         raise NotImplementedError
 
 
@@ -47,7 +48,7 @@ class SphereShape(BodyShape):
     name = "sphere"
 
     @classmethod
-    def build(cls, section, folder):
+    def build(cls, section, config, folder):
         return immersed.Sphere(section.centre, section.radius, motion=_motion(section))
 
 
@@ -58,7 +59,7 @@ class CylinderShape(BodyShape):
     name = "cylinder"
 
     @classmethod
-    def build(cls, section, folder):
+    def build(cls, section, config, folder):
         return immersed.CircularCylinder(
             section.centre, section.radius, section.axis, _motion(section), section.hollow
         )
@@ -72,7 +73,7 @@ class SurfaceShape(BodyShape):
     name = "surface"
 
     @classmethod
-    def build(cls, section, folder):
+    def build(cls, section, config, folder):
         path = Path(section.file)
         path = path if path.is_absolute() else folder / path
         if not path.is_file():
@@ -87,4 +88,46 @@ def from_case(config) -> list[immersed.Body]:
     """The bodies of a case, in its order."""
     source = Path(config.source)
     folder = source.parent if source.is_file() else Path.cwd()
-    return [_SHAPES[body.shape].build(body, folder) for body in config.immersed.body]
+    return [_SHAPES[body.shape].build(body, config, folder) for body in config.immersed.body]
+
+
+@register
+class FanRotorShape(BodyShape):
+    """``shape = "fan-rotor"``: the blades of ``[fan]`` that lie in the computed sector
+    (``[fan] blades / [cylinder] sectors`` of them), at rest in the frame turning with
+    ``[cylinder] rotation``, their roots sunk into the hub by a tenth of its radius."""
+
+    name = "fan-rotor"
+
+    @classmethod
+    def build(cls, section, config, folder):
+        import numpy as np
+        import trimesh
+
+        from tachyflow.numerics.blades import BladeDesign
+
+        fan, cylinder = config.fan, config.cylinder
+        pitch = 2 * np.pi / fan.blades
+        try:
+            designs = [
+                BladeDesign(
+                    root_radius=0.9 * cylinder.inner_radius,
+                    tip_radius=cylinder.radius - fan.tip_clearance,
+                    chord=fan.chord,
+                    stagger=fan.stagger,
+                    camber=fan.camber,
+                    camber_position=fan.camber_position,
+                    thickness=fan.thickness,
+                    sweep=fan.sweep,
+                    centre=fan.position,
+                    angle=(blade + 0.5) * pitch,
+                    hand=-1 if cylinder.rotation > 0 else 1,
+                    stations=fan.stations,
+                    points=fan.points,
+                )
+                for blade in range(fan.blades // cylinder.sectors)
+            ]
+            surface = trimesh.util.concatenate([design.surface() for design in designs])
+        except ValueError as error:
+            raise ConfigError(f"[fan]: {error}") from None
+        return immersed.TriangulatedBody(surface)

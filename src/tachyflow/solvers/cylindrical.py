@@ -49,7 +49,9 @@ from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
 from tachyflow.solvers.pencil_solver import PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
-INITIAL_CONDITIONS = ("rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe")
+INITIAL_CONDITIONS = (
+    "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow"
+)  # fmt: skip
 INFLOW_PROFILES = ("uniform", "laminar")
 
 
@@ -433,7 +435,8 @@ class CylindricalSolver(PencilSolver):
         rhs = self._continuity_residual(
             stencils.divergence(
                 self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
-            )
+            ),
+            sources=True,
         )
         with self.timer("poisson"):
             potential = self.poisson.solve(np.ascontiguousarray(rhs))
@@ -474,6 +477,19 @@ class CylindricalSolver(PencilSolver):
         return self.decomposition.maximum(
             float(np.abs(self._continuity_residual(divergence)).max(initial=0.0))
         )
+
+    def section_pressures(self, positions) -> np.ndarray:
+        """Area-averaged pressure over the cross-sections of cells nearest each x in
+        ``positions`` (collective)."""
+        pencil = self.decomposition.pencils["y"]
+        weights = self.grid.volume_weights_y[:, None]
+        pressure = self.halo.interior(self.p)
+        sums = np.zeros(len(positions))
+        for index, position in enumerate(positions):
+            cell = min(int(position / self.dx), self.grid.shape[0] - 1)
+            if pressure.size and pencil.start[0] <= cell < pencil.stop[0]:
+                sums[index] = np.sum(pressure[cell - pencil.start[0]] * weights)
+        return self.decomposition.sum_arrays(sums) / self.grid.shape[2]
 
     def _convective_rate(self) -> float:
         """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""
@@ -617,6 +633,12 @@ def _set_initial_condition(config, solver: CylindricalSolver) -> None:
         solver.set_velocity(0.0, 0.0, 0.0)
     elif flow.initial == "hagen-poiseuille":
         solver.set_velocity(laminar, 0.0, 0.0)
+    elif flow.initial == "inflow":  # the inflow everywhere, at rest in the inertial frame
+        if solver.inflow is None:
+            raise ConfigError(f"{config.source}: flow.initial = 'inflow' needs "
+                              "cylinder.x_boundaries = 'inflow-outflow'")  # fmt: skip
+        profile = solver.inflow.axial_profile(solver.grid)[None, :, None]
+        solver.set_velocity(profile, 0.0, lambda x, r, theta: -cylinder.rotation * r + 0 * x)
     elif flow.initial == "solid-body":  # turning with the outer wall, in the frame
         omega = cylinder.outer_wall_rotation - cylinder.rotation
         solver.set_velocity(0.0, 0.0, lambda x, r, theta: omega * r + 0 * x + 0 * theta)

@@ -308,7 +308,8 @@ class IncompressibleSolver(PencilSolver):
         rhs = self._continuity_residual(
             stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
-            )
+            ),
+            sources=True,
         )
         with self.timer("poisson"):
             self.poisson.solve(rhs, out=self._potential)

@@ -78,18 +78,22 @@ class PencilSolver(Solver):
         self._forcing = tuple(
             immersed.forcing_stencil(bodies, self.immersed_points(name)) for name in "uvw"
         ) if bodies else ()  # fmt: skip
-        # Cells with a face inside a body (those the surface cuts, and those inside) carry a
-        # mass source (Kim, Kim & Choi 2001): continuity is not imposed there, so the
-        # projection does not push the forced velocity back (second order, not first).
-        shape = self.velocity_arrays()[0].shape
-        source = np.zeros(shape, dtype=bool)
+        # A cell whose every face has its velocity prescribed (inside a body, forced, or a
+        # wall) carries a mass source (Kim, Kim & Choi 2001): continuity is not imposed
+        # there, so the projection does not push the forced velocity back (second order,
+        # not first). A cell with a free face keeps continuity, or that face would drift.
+        owned = (slice(1, -1),) * 3
+        source = np.ones(self.decomposition.local_shape("y"), dtype=bool)
         for axis, stencil in enumerate(self._forcing):
-            faces = np.unravel_index(stencil.solid, shape)
-            source[faces] = True
-            above = list(faces)
-            above[axis] = np.minimum(above[axis] + 1, shape[axis] - 1)
-            source[tuple(above)] = True
-        self._fluid_cells = ~source[1:-1, 1:-1, 1:-1]
+            marker = self.halo.allocate()
+            marker.flat[np.concatenate([stencil.inside, stencil.targets])] = 1.0
+            self.halo.exchange(marker)
+            if axis == 1 and not self.grid.periodic_y:
+                marker[:, 0, :] = marker[:, -2, :] = 1.0  # the walls' faces
+            below = list(owned)
+            below[axis] = slice(0, -2)
+            source &= (marker[owned] > 0) & (marker[tuple(below)] > 0)
+        self._fluid_cells = ~source
         self._previous = None
         self._impulse = np.zeros((len(bodies), 6))
         self._project(1.0, restore_flow_rate=False)
@@ -102,10 +106,19 @@ class PencilSolver(Solver):
         if found:
             self.immerse(found)
 
-    def _continuity_residual(self, divergence: np.ndarray) -> np.ndarray:
-        """``divergence`` (owned cells) without the mass sources of immersed bodies."""
-        if self._forcing:
-            divergence *= self._fluid_cells
+    def _continuity_residual(self, divergence: np.ndarray, sources: bool = False) -> np.ndarray:
+        """``divergence`` (owned cells) without the mass sources of immersed bodies; with
+        ``sources``, the cells with a source share uniformly what the fluid cells' total
+        lacks for a solvable Poisson problem (collective then)."""
+        if not self._forcing:
+            return divergence
+        divergence *= self._fluid_cells
+        if sources:
+            weights = self.grid.volume_weights_y[None, :, None]
+            totals = np.array([np.sum(divergence * weights), np.sum(~self._fluid_cells * weights)])
+            excess, volume = self.decomposition.sum_arrays(totals)
+            if volume > 0:
+                divergence[~self._fluid_cells] = -excess / volume
         return divergence
 
     def _force_bodies(self) -> np.ndarray:

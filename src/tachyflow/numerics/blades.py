@@ -1,0 +1,149 @@
+"""Axial-fan blades as closed triangulated surfaces (MPI-free): NACA 4-digit sections
+wrapped onto cylinders and stacked along the span.
+
+At each span station of radius ``r`` the section is drawn in the developed plane
+(``m`` along the axis x, ``s = r θ`` around it): a NACA 4-digit profile of chord ``c(r)``,
+maximum camber ``f(r)`` at ``p`` of the chord, thickness ``t``, its chord at the stagger
+angle ``γ(r)`` from the axis (0: the chord along x, a flat plate edge-on to an axial
+inflow), turned about its quarter chord, which sits at ``x = centre`` and ``θ = angle``
+shifted back by the sweep ``(r - r_root) tan(sweep)`` along the chord. Chord, stagger
+and camber vary linearly from root to tip. The stations' outlines, all with the same
+number of points, are joined into a tube and closed by a cap at each end, so the surface
+is watertight (an inside is defined) for the signed distances of
+:class:`~tachyflow.numerics.immersed.TriangulatedBody`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def naca4_outline(camber: float, position: float, thickness: float, points: int):
+    """A closed NACA 4-digit outline (trailing edge closed), counter-clockwise from the
+    trailing edge over the upper side: ``(2 points - 2, 2)`` chord-normalised coordinates,
+    cosine-spaced."""
+    beta = np.linspace(0.0, np.pi, points)
+    xi = 0.5 * (1.0 - np.cos(beta))
+    half = (
+        5.0
+        * thickness
+        * (0.2969 * np.sqrt(xi) - 0.1260 * xi - 0.3516 * xi**2 + 0.2843 * xi**3 - 0.1036 * xi**4)
+    )
+    if camber > 0:
+        front = xi < position
+        line = np.where(
+            front,
+            camber / position**2 * (2 * position * xi - xi**2),
+            camber / (1 - position) ** 2 * (1 - 2 * position + 2 * position * xi - xi**2),
+        )
+        slope = np.where(
+            front,
+            2 * camber / position**2 * (position - xi),
+            2 * camber / (1 - position) ** 2 * (position - xi),
+        )
+    else:
+        line = slope = np.zeros_like(xi)
+    angle = np.arctan(slope)
+    upper = np.stack([xi - half * np.sin(angle), line + half * np.cos(angle)], axis=1)
+    lower = np.stack([xi + half * np.sin(angle), line - half * np.cos(angle)], axis=1)
+    # Trailing edge -> leading edge over the upper side, back under the lower side.
+    return np.concatenate([upper[::-1], lower[1:-1]])
+
+
+@dataclass(frozen=True)
+class BladeDesign:
+    """One blade of an axial fan (lengths in the case's units, angles in degrees).
+
+    ``root_radius`` should lie a little inside the hub so that blade and hub overlap;
+    ``tip_radius`` is the duct radius minus the tip clearance.
+    """
+
+    root_radius: float
+    tip_radius: float
+    chord: tuple[float, float] = (0.3, 0.2)  # root, tip
+    stagger: tuple[float, float] = (45.0, 60.0)  # root, tip: from the axis
+    camber: tuple[float, float] = (0.04, 0.02)  # root, tip: fraction of the chord
+    camber_position: float = 0.4
+    thickness: float = 0.08
+    sweep: float = 0.0
+    centre: float = 0.0  # x of the quarter chord at the root
+    angle: float = 0.0  # θ of the quarter chord at the root (radians)
+    # +1: the leading edge on the side of smaller θ (a fan turning towards -θ); -1: mirrored,
+    # for a fan turning towards +θ.
+    hand: int = 1
+    stations: int = 12
+    points: int = 40  # per side of each section
+
+    def __post_init__(self):
+        if not 0 <= self.root_radius < self.tip_radius:
+            raise ValueError(
+                f"blade radii must satisfy 0 <= root < tip, got root_radius = "
+                f"{self.root_radius!r}, tip_radius = {self.tip_radius!r}"
+            )
+        if min(self.chord) <= 0:
+            raise ValueError(f"blade chord must be positive at root and tip, got {self.chord}")
+        if not 0 < self.thickness < 0.5:
+            raise ValueError(f"blade thickness must be in (0, 0.5) of the chord, got "
+                             f"{self.thickness!r}")  # fmt: skip
+        if not 0 < self.camber_position < 1 or not all(0 <= f < 0.2 for f in self.camber):
+            raise ValueError(f"blade camber must be in [0, 0.2) at a position in (0, 1), got "
+                             f"{self.camber} at {self.camber_position!r}")  # fmt: skip
+        if self.hand not in (1, -1):
+            raise ValueError(f"blade hand must be 1 or -1, got {self.hand!r}")
+        if self.stations < 2 or self.points < 8:
+            raise ValueError(f"a blade needs >= 2 stations and >= 8 points per side, got "
+                             f"{self.stations}, {self.points}")  # fmt: skip
+
+    def triangles(self) -> tuple[np.ndarray, np.ndarray]:
+        """Vertices (n, 3) in Cartesian (x, y = r cos θ, z = r sin θ) and faces (m, 3),
+        outward-oriented and watertight."""
+        span = np.linspace(0.0, 1.0, self.stations)
+        loops = []
+        for fraction in span:
+            radius = self.root_radius + fraction * (self.tip_radius - self.root_radius)
+
+            def blend(pair, fraction=fraction):
+                return pair[0] + fraction * (pair[1] - pair[0])
+
+            camber = blend(self.camber)
+            outline = naca4_outline(camber, self.camber_position, self.thickness, self.points)
+            chord, stagger = blend(self.chord), math.radians(blend(self.stagger))
+            along = (outline[:, 0] - 0.25) * chord  # from the quarter chord
+            normal = outline[:, 1] * chord
+            sweep = (radius - self.root_radius) * math.tan(math.radians(self.sweep))
+            m = self.centre + (along + sweep) * math.cos(stagger) - normal * math.sin(stagger)
+            s = (along + sweep) * math.sin(stagger) + normal * math.cos(stagger)
+            theta = self.angle + self.hand * s / radius
+            loops.append(np.stack([m, radius * np.cos(theta), radius * np.sin(theta)], axis=1))
+        vertices = np.concatenate(loops)
+        count = len(loops[0])
+        faces = []
+        for station in range(self.stations - 1):
+            here, there = station * count, (station + 1) * count
+            for k in range(count):
+                following = (k + 1) % count
+                faces.append((here + k, here + following, there + k))
+                faces.append((here + following, there + following, there + k))
+        # Caps: a fan about each end loop's centroid.
+        for station, flip in ((0, True), (self.stations - 1, False)):
+            start = station * count
+            centre_index = len(vertices)
+            vertices = np.vstack([vertices, vertices[start : start + count].mean(axis=0)])
+            for k in range(count):
+                triangle = (start + k, start + (k + 1) % count, centre_index)
+                faces.append(triangle[::-1] if flip else triangle)
+        return vertices, np.asarray(faces, dtype=np.int64)
+
+    def surface(self):
+        """The blade as a watertight ``trimesh.Trimesh`` (normals outward)."""
+        import trimesh
+
+        vertices, faces = self.triangles()
+        mesh = trimesh.Trimesh(vertices, faces, process=True)
+        trimesh.repair.fix_normals(mesh)
+        if not mesh.is_watertight:
+            raise ValueError("the blade surface is not watertight (sections self-intersect?)")
+        return mesh

@@ -1,0 +1,143 @@
+"""The fan observer: an axial fan's performance from its rotor's loads and the pressure
+rise across the duct, ``fan.csv``, ``fan.json`` and ``images/fan.png``.
+
+With the rotor at rest in the frame turning at ``Ω`` about x, its ``N`` blades, the bulk
+velocity ``U`` through the annulus of area ``A = π (R² - R_h²)``, flow rate ``Q = U A``,
+and the fluid's force and moment on the computed blades scaled to the whole rotor:
+
+* thrust ``T = -F_x`` (the blades' push on the fluid along x),
+* shaft torque ``τ = -M_x`` (what the motor supplies), power ``P = τ Ω``,
+* static pressure rise ``Δp``: the area-averaged pressure on the plane downstream minus
+  that upstream (``[fan] pressure_planes``),
+* flow coefficient ``φ = U / (Ω R)``, pressure coefficient ``ψ = Δp / (ρ (Ω R)²)``,
+  efficiency ``η = Q Δp / P`` (static), with ρ = 1.
+
+``fan.json`` averages them over the second half of the records (and gives the
+blade-passing frequency ``N Ω / 2π``); the plot shows their histories.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from tachyflow.io.files import AppendedTable, replacing
+from tachyflow.observers import Observer, register
+
+COLUMNS = (
+    "step", "time", "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
+    "pressure_coefficient", "efficiency",
+)  # fmt: skip
+
+
+@register
+class FanPerformance(Observer):
+    """Thrust, torque, power, pressure rise and the fan coefficients every
+    ``[immersed] forces_every`` steps, of the ``fan-rotor`` body."""
+
+    name = "fan"
+
+    def __init__(self, config):
+        cylinder, fan = config.cylinder, config.fan
+        self.every = config.immersed.forces_every
+        shapes = [body.shape for body in config.immersed.body]
+        self.body = shapes.index("fan-rotor")
+        self.copies = cylinder.sectors  # the computed sector is 1 / sectors of the rotor
+        self.omega = cylinder.rotation
+        self.blades = fan.blades
+        self.planes = fan.pressure_planes
+        self.tip_speed = abs(self.omega) * cylinder.radius
+        self.velocity = cylinder.inflow_velocity
+        self.flow_rate = self.velocity * math.pi * (cylinder.radius**2 - cylinder.inner_radius**2)
+        self._table = None
+        self._rows: list[dict] = []
+
+    @classmethod
+    def from_case(cls, config, options):
+        if not any(body.shape == "fan-rotor" for body in config.immersed.body):
+            return None
+        return cls(config)
+
+    def start(self, run) -> None:
+        if run.root:
+            self._table = AppendedTable(
+                run.output / "fan.csv", COLUMNS, run.restarted, run.first_step
+            )
+
+    def observe(self, run) -> None:
+        solver = run.solver
+        load = np.asarray(solver.body_loads)[self.body] * self.copies
+        inlet, outlet = solver.section_pressures(self.planes)
+        thrust, torque = -load[0], -load[3] * math.copysign(1.0, self.omega or 1.0)
+        power = torque * abs(self.omega)
+        rise = outlet - inlet
+        tip = self.tip_speed or math.nan
+        row = {
+            "step": solver.steps,
+            "time": solver.time,
+            "thrust": thrust,
+            "torque": torque,
+            "power": power,
+            "pressure_rise": rise,
+            "flow_coefficient": self.velocity / tip,
+            "pressure_coefficient": rise / tip**2,
+            "efficiency": self.flow_rate * rise / power if power else math.nan,
+        }
+        self._rows.append(row)
+        if self._table is not None:
+            self._table.append(row)
+
+    def finish(self, run) -> None:
+        if not self._rows or self._rows[-1]["step"] != run.solver.steps:
+            self.observe(run)
+        if self._table is None:
+            return
+        self._table.close()
+        self._table = None
+        rows = self._rows[len(self._rows) // 2 :]
+        summary = {key: float(np.mean([row[key] for row in rows])) for key in COLUMNS[2:]}
+        summary.update(
+            blades=self.blades,
+            rotation=self.omega,
+            blade_passing_frequency=self.blades * abs(self.omega) / (2 * math.pi),
+            averaged_from_time=rows[0]["time"],
+            averaged_to_time=rows[-1]["time"],
+            records=len(rows),
+        )
+        with replacing(run.output / "fan.json") as path:
+            path.write_text(json.dumps(summary, indent=2) + "\n")
+        self.summary_values = summary
+        self._plot(run)
+
+    def close(self, run) -> None:
+        if self._table is not None:
+            self._table.close()
+            self._table = None
+
+    def _plot(self, run) -> None:
+        from tachyflow.io.figures import pyplot, save_figure
+
+        if len(self._rows) < 4:
+            return
+        plt = pyplot()
+        time = np.array([row["time"] for row in self._rows])
+        figure, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+        for axis, key, label in zip(
+            axes,
+            ("thrust", "torque", "pressure_rise"),
+            ("thrust", "shaft torque", "static pressure rise"),
+            strict=True,
+        ):
+            axis.plot(time, [row[key] for row in self._rows])
+            axis.set_ylabel(label)
+            axis.grid(alpha=0.3)
+        axes[-1].set_xlabel("time")
+        figure.suptitle(f"{self.blades} blades at Ω = {self.omega:g} (loads are steady in the "
+                        "rotor's frame; its tones are heard in the inertial frame)")  # fmt: skip
+        (run.output / "images").mkdir(exist_ok=True)
+        save_figure(figure, run.output / "images" / "fan.png")
+
+    def summary(self) -> dict | None:
+        return {"fan": getattr(self, "summary_values", None)}
