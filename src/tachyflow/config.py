@@ -24,7 +24,7 @@ INITIAL_CONDITIONS = (
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
 X_BOUNDARIES = ("periodic", "inflow-outflow")
 INFLOW_PROFILES = ("uniform", "laminar")
-SURFACES = ("none", "sphere", "box", "cylinder", "mesh")
+SURFACES = ("none", "sphere", "box", "cylinder", "mesh", "blades")
 EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
 SYNCS = ("auto", "lock", "fence", "pscw")
 PLANES = ("xy", "xz", "yz")
@@ -216,9 +216,10 @@ class AcousticsSection:
 
     ``surface = "none"`` (the default) switches it off. The surface is a ``sphere``
     (``centre``, ``radius``, about ``panels`` panels), a ``cylinder`` (``centre``, ``axis``,
-    ``radius``, ``length``, ``panels``), a ``box`` (``lower``, ``upper``, ``spacing``) or a
-    surface ``mesh`` file read with meshio. Observers are points and/or an arc (as in the
-    observers file of ``tachyflow acoustics``).
+    ``radius``, ``length``, ``panels``), a ``box`` (``lower``, ``upper``, ``spacing``), a
+    surface ``mesh`` file read with meshio, or the ``blades`` of a ``fan-rotor`` body
+    (solid, rotating: see :mod:`tachyflow.acoustics.rotor`). Observers are points and/or
+    an arc (as in the observers file of ``tachyflow acoustics``).
     """
 
     surface: str = "none"

@@ -3,9 +3,11 @@ exchange carries out where the values are (MPI-free).
 
 :class:`PermeableSourceTerms` turns trilinear stencils of u, v, w, p around surface points
 into the four source terms ``[U_n, L_x, L_y, L_z]`` of Farassat's formulation 1A (with
-``ρ = ρ0``, incompressible flow): from values that arrived in a message, or read straight
+``ρ = ρ0``, incompressible flow), from values that arrived in a message, or read straight
 from this rank's ghosted fields (the "source-put" exchange, Type C of Kwon, Park & Choi,
-which sends 4 terms instead of 32 values). :class:`~tachyflow.parallel.NoiseSourceExchange`
+which sends 4 terms instead of 32 values); :class:`SurfacePressureTerms` reads only the
+pressure, for a solid surface whose motion the integrating rank adds.
+:class:`~tachyflow.parallel.NoiseSourceExchange`
 calls it; the exchange itself only moves data.
 """
 
@@ -47,3 +49,29 @@ class PermeableSourceTerms:
     def from_fields(self, fields, flat, weights, normals, out) -> None:
         """Terms into ``out`` from flat ghosted fields at positions ``flat`` (no copies)."""
         gathered_source_terms(fields, flat, weights, normals, self.rho0, self.p0, out)
+
+
+@dataclass(frozen=True)
+class SurfacePressureTerms:
+    """The loading of a solid surface, ``[0, (p - p0) n]``, from the pressure stencils only
+    (the thickness term and the surface's motion are the integrating rank's: they are
+    geometry). ``p0`` finite."""
+
+    p0: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "p0", _finite("p0", self.p0))
+
+    def _terms(self, values, weights, normals) -> np.ndarray:
+        pressure = np.einsum("nc,nc->n", values, weights) - self.p0
+        terms = np.zeros((len(pressure), 4))
+        terms[:, 1:] = pressure[:, None] * normals
+        return terms
+
+    def from_values(self, values, weights, normals) -> np.ndarray:
+        """Terms ``(n, 4)`` from stencil values ``(n, 4, 8)`` that arrived in messages."""
+        return self._terms(values[:, 3], weights[:, 3], normals)
+
+    def from_fields(self, fields, flat, weights, normals, out) -> None:
+        """Terms into ``out`` from flat ghosted fields at positions ``flat``."""
+        out[...] = self._terms(fields[3][flat[:, 3]], weights[:, 3], normals)

@@ -12,8 +12,9 @@ from tachyflow.observers import Observer, register
 @register
 class Acoustics(Observer):
     """Samples the ``[acoustics]`` surface at the start and every ``every`` steps, and at the
-    end predicts the signals and spectra at the observers
-    (:class:`~tachyflow.acoustics.in_run.InRunAcoustics`)."""
+    end predicts the signals and spectra at the observers: a permeable surface on a
+    Cartesian grid (:class:`~tachyflow.acoustics.in_run.InRunAcoustics`), or a fan's
+    rotating blades (``surface = "blades"``, :class:`~tachyflow.acoustics.rotor.RotorNoise`)."""
 
     name = "acoustics"
 
@@ -30,22 +31,37 @@ class Acoustics(Observer):
         observers.require_structured(config, "acoustics")
         from tachyflow.solvers.base import solver_class
 
-        if solver_class(config.case.solver).coordinate_system != "cartesian":
+        if config.acoustics.surface == "blades":
+            if not any(body.shape == "fan-rotor" for body in config.immersed.body):
+                raise ConfigError(
+                    f"{config.source}: [acoustics] surface = 'blades' needs a fan: an "
+                    "[[immersed.body]] with shape = 'fan-rotor'"
+                )
+        elif solver_class(config.case.solver).coordinate_system != "cartesian":
             raise ConfigError(
                 f"{config.source}: [acoustics] samples a Cartesian grid; solver "
                 f"{config.case.solver!r} has {solver_class(config.case.solver).coordinate_system} "
-                "coordinates (noise from a rotating fan: issue 18)"
+                "coordinates (noise from a fan's blades: surface = 'blades')"
             )
         return cls(config)
 
     def start(self, run) -> None:
-        from tachyflow.acoustics.in_run import InRunAcoustics
-
         section = self.config.acoustics
         duration = section.duration or run.steps_to_run * self.config.time.dt
-        source = Path(self.config.source)
-        base = source.parent if source.is_file() else "."
-        self._acoustics = InRunAcoustics(section, run.solver, run.output, duration, base)
+        if section.surface == "blades":
+            from tachyflow.acoustics.rotor import RotorNoise
+
+            shapes = [body.shape for body in self.config.immersed.body]
+            rotor = run.solver.bodies[shapes.index("fan-rotor")]
+            self._acoustics = RotorNoise(
+                section, run.solver, rotor, self.config.fan.blades, run.output, duration
+            )
+        else:
+            from tachyflow.acoustics.in_run import InRunAcoustics
+
+            source = Path(self.config.source)
+            base = source.parent if source.is_file() else "."
+            self._acoustics = InRunAcoustics(section, run.solver, run.output, duration, base)
         self._acoustics.sample()
 
     def observe(self, run) -> None:

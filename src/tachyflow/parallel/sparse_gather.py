@@ -299,7 +299,7 @@ class NoiseSourceExchange:
                 f"decomposition of {decomposition.global_shape} cells but the grid has "
                 f"{tuple(grid.shape)}"
             )
-        expected = (True, grid.periodic_y, True)
+        expected = (getattr(grid, "periodic_x", True), grid.periodic_y, True)
         if tuple(decomposition.periodic) != expected:
             raise ValueError(
                 f"decomposition periodic in (x, y, z) = {decomposition.periodic}, the grid "

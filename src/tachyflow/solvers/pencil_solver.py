@@ -23,6 +23,7 @@ class PencilSolver(Solver):
     """
 
     _forcing: tuple = ()
+    bodies: tuple = ()
     body_loads = np.zeros((0, 6))
 
     def coordinates(self, component: str):
@@ -75,6 +76,7 @@ class PencilSolver(Solver):
         """Impose ``bodies`` (:class:`tachyflow.numerics.immersed.Body`) from now on, and on
         the current velocity (collective: the velocity is projected again)."""
         bodies = tuple(bodies)
+        self.bodies = bodies
         self._forcing = tuple(
             immersed.forcing_stencil(bodies, self.immersed_points(name)) for name in "uvw"
         ) if bodies else ()  # fmt: skip
