@@ -117,6 +117,8 @@ class CylinderSection:
     # "inflow-outflow": a profile enters at x = 0 with bulk velocity inflow_velocity and no
     # swirl in the inertial frame, and leaves through a convective outflow at x = length.
     x_boundaries: str = "periodic"
+    # 0: the θ viscous terms implicit at every radius; > 0: only for r below it (the core).
+    theta_core_radius: float = 0.0
     inflow_profile: str = "uniform"  # or "laminar" (Hagen–Poiseuille, or the annulus's)
     inflow_velocity: float = 1.0
 
@@ -556,6 +558,8 @@ def _validate(config: Config, source: str) -> None:
     )
     require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
+    require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
+            "implicit everywhere)", cylinder.theta_core_radius)  # fmt: skip
     require(cylinder.x_boundaries in X_BOUNDARIES, "cylinder.x_boundaries",
             f"one of {X_BOUNDARIES}", cylinder.x_boundaries)  # fmt: skip
     require(cylinder.inflow_profile in INFLOW_PROFILES, "cylinder.inflow_profile",

@@ -85,6 +85,7 @@ def run_cylindrical_step_benchmark(
                 "cartesian": cartesian["median"] / np.prod(global_shape),
             },
             "phases_per_step": phases,
+            "viscous_time_step": pipe.viscous_time_steps(),
         }
     for solver in (pipe, channel):
         solver.free()

@@ -164,11 +164,13 @@ def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float):
 
 
 @numba.njit(cache=True)
-def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, out):  # pragma: no cover
+def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, out):  # pragma: no cover
     nx, nr, nt = out.shape[1:]
     for i in range(1, nx + 1):
         for j in range(1, nr + 1):
             inverse_rc2 = 1.0 / (rc[j] * rc[j] * dt * dt)
+            # Rows up to `core` have their θ second derivative implicit, the others explicit.
+            theta = 3 if j <= core else 0
             for k in range(1, nt + 1):
                 # Axial: (1/r) ∂(r ∂u/∂r)/∂r (no flux through the axis: rf = 0 there).
                 centre = u[i, j, k]
@@ -177,7 +179,8 @@ def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, out):  # pragma: 
                 out[0, i - 1, j - 1, k - 1] = (
                     u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]
                 ) / dx**2
-                out[3, i - 1, j - 1, k - 1] = (above - below) / (rc[j] * width[j]) + (
+                out[3, i - 1, j - 1, k - 1] = (above - below) / (rc[j] * width[j])
+                out[theta, i - 1, j - 1, k - 1] += (
                     u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]
                 ) * inverse_rc2
                 # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ.
@@ -190,7 +193,8 @@ def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, out):  # pragma: 
                 out[1, i - 1, j - 1, k - 1] = (
                     q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]
                 ) / dx**2 - 2.0 * swirl_slope / rf[j]
-                out[4, i - 1, j - 1, k - 1] = rf[j] * (outer - inner) / gap[j] + (
+                out[4, i - 1, j - 1, k - 1] = rf[j] * (outer - inner) / gap[j]
+                out[theta + 1, i - 1, j - 1, k - 1] += (
                     q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]
                 ) / (rf[j] * rf[j] * dt * dt)
                 # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
@@ -207,15 +211,18 @@ def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, out):  # pragma: 
                 out[2, i - 1, j - 1, k - 1] = (
                     w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]
                 ) / dx**2 + 2.0 * (radial_ahead - radial_here) / (dt * rc[j] ** 3)
-                out[5, i - 1, j - 1, k - 1] = (above - below) / width[j] + (
+                out[5, i - 1, j - 1, k - 1] = (above - below) / width[j]
+                out[theta + 2, i - 1, j - 1, k - 1] += (
                     w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]
                 ) * inverse_rc2
 
 
-def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega):
+def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int = -1):
     """The viscous operators (without ν) of u, q and w at their owned points, split into
     what is advanced explicitly (the axial second derivative and the θ couplings of u_r
-    and u_θ) and what implicitly (the radial and azimuthal second derivatives).
+    and u_θ) and what implicitly (the radial and azimuthal second derivatives). With
+    ``core >= 0`` the azimuthal second derivative is implicit only on the first ``core``
+    rows in r (the core region about the axis) and explicit beyond (-1: everywhere).
 
     ``axis_omega``: ``ω_x`` on the axis per owned x index (shape ``(nx,)``), or None for
     an annulus (the hub's ghost values give its flux).
@@ -227,7 +234,8 @@ def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega):
     out = np.empty((6, *(n - 2 for n in u.shape)))
     axis = axis_omega is not None
     omega = np.ascontiguousarray(axis_omega, dtype=np.float64) if axis else np.zeros(1)
-    _viscous(u, q, w, *m.columns(), dx, dt, axis, omega, out)
+    rows = out.shape[2]
+    _viscous(u, q, w, *m.columns(), dx, dt, axis, omega, rows if core < 0 else core, out)
     return tuple(out[:3]), tuple(out[3:])
 
 

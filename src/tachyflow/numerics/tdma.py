@@ -218,6 +218,8 @@ def _solve_periodic_diffusion(rhs, coupling):  # pragma: no cover
     z = np.empty(n)
     line = np.empty(n)
     for j in range(n1):
+        if coupling[j] == 0.0:  # an explicit row: the identity
+            continue
         a = -coupling[j]
         b = 1.0 + 2.0 * coupling[j]
         # Sherman–Morrison: A = T + u vᵀ, u = (γ, 0, ..., 0, a), v = (1, 0, ..., 0, a / γ),
@@ -254,7 +256,8 @@ def _solve_periodic_diffusion(rhs, coupling):  # pragma: no cover
 def solve_periodic_diffusion(rhs: np.ndarray, coupling: np.ndarray) -> np.ndarray:
     """Solve ``(1 + 2 c_j) x_k - c_j (x_{k-1} + x_{k+1}) = rhs[i, j, k]``, cyclic in k
     (the last, contiguous axis), in place: an implicit periodic diffusion step (the θ
-    direction of a cylindrical grid, ``c_j = α Δt ν / (2 r_j² Δθ²)``). ``n >= 3``."""
+    direction of a cylindrical grid, ``c_j = α Δt ν / (2 r_j² Δθ²)``). ``n >= 3``. Rows
+    with ``c_j = 0`` are left as they are, at no cost."""
     if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
         raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
                         f"{rhs.ndim}D")  # fmt: skip

@@ -108,6 +108,10 @@ class CylindricalSolver(PencilSolver):
         Axial mean-flow forcing (none with an inflow).
     inflow : Inflow, optional
         The inflow of a grid open in x (``grid.periodic_x`` false), required there.
+    theta_core_radius : float
+        0: the azimuthal viscous terms are implicit at every radius; > 0: only in the core
+        ``r < theta_core_radius`` (Akselvoll & Moin's split, where ``r Δθ`` is small) and
+        explicit beyond, where the time step allows it.
 
     Notes
     -----
@@ -163,6 +167,7 @@ class CylindricalSolver(PencilSolver):
             Forcing(flow.forcing, flow.forcing_value),
             planning=planning,
             inflow=Inflow(cylinder.inflow_profile, cylinder.inflow_velocity) if open_x else None,
+            theta_core_radius=cylinder.theta_core_radius,
         )
         _set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -178,6 +183,7 @@ class CylindricalSolver(PencilSolver):
         forcing: Forcing | None = None,
         planning: str = "measure",
         inflow: Inflow | None = None,
+        theta_core_radius: float = 0.0,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -232,6 +238,15 @@ class CylindricalSolver(PencilSolver):
         rows = slice(z_pencil.start[1], z_pencil.stop[1])
         self._theta_radii = (grid.centres_y[rows], grid.faces_y[1:][rows], grid.centres_y[rows])
         self.theta_whole = decomposition.p_col == 1
+        if not (math.isfinite(theta_core_radius) and theta_core_radius >= 0):
+            raise ValueError(f"theta_core_radius must be >= 0, got {theta_core_radius!r}")
+        nr = grid.shape[1]
+        self.core_rows = (
+            int(np.count_nonzero(grid.centres_y < theta_core_radius)) if theta_core_radius
+            else nr
+        )  # fmt: skip
+        rows = np.arange(z_pencil.start[1], z_pencil.stop[1])
+        self._theta_implicit = rows < self.core_rows
         self.inflow = inflow
         if inflow is not None:
             pencil = decomposition.pencils["y"]
@@ -362,7 +377,7 @@ class CylindricalSolver(PencilSolver):
         with self.timer("diffusion"):
             coupled, implicit = stencils.viscous(
                 self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
-                self._axis_vorticity(),
+                self._axis_vorticity(), self.core_rows,
             )  # fmt: skip
         for terms, extra in zip(explicit, coupled, strict=True):
             terms += self.viscosity * extra
@@ -393,6 +408,7 @@ class CylindricalSolver(PencilSolver):
     def _solve_theta(self, increment: np.ndarray, radii: np.ndarray, alpha_dt: float):
         """``(I - α Δt ν/2 (1/r²) ∂²_θ)⁻¹`` along θ, in place (cyclic; collective)."""
         coupling = 0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2)
+        coupling = np.where(self._theta_implicit, coupling, 0.0)  # explicit beyond the core
         if self.theta_whole:
             solve_periodic_diffusion(increment, coupling)
             return
@@ -505,12 +521,38 @@ class CylindricalSolver(PencilSolver):
         """Convective CFL number of a step of size ``dt`` (collective)."""
         return dt * self._convective_rate()
 
-    def stable_time_step(self, cfl: float = 0.5) -> float:
-        """Largest Δt with convective CFL ``cfl`` and stable explicit viscous terms (the
-        axial second derivative, and the θ couplings, largest at the first ring)."""
+    def _viscous_limit(self, core_rows: int) -> float:
+        """Largest stable Δt of the viscous terms with the radial ones implicit and the
+        azimuthal ones implicit on the first ``core_rows`` rows: the explicit axial second
+        derivative, the θ couplings (largest at the first ring) and the θ second derivative
+        from the first row beyond the core."""
         first = self.grid.centres_y[0]
         rate = self.viscosity * (4.0 / self.dx**2 + 4.0 / (first**2 * self.dt_theta))
-        viscous = 2.51 / rate
+        if core_rows < self.grid.shape[1]:
+            inner = self.grid.centres_y[core_rows]
+            rate += self.viscosity * 4.0 / (inner * self.dt_theta) ** 2
+        return 2.51 / rate
+
+    def viscous_time_steps(self, core_radius: float = 0.5) -> dict[str, float]:
+        """The viscous time-step limits of this grid: every term explicit, θ implicit
+        only for ``r < core_radius × radius``, θ implicit everywhere, and as this solver
+        runs (its own core)."""
+        grid, nu = self.grid, self.viscosity
+        first, widths = grid.centres_y[0], grid.widths_y
+        explicit = 4 / self.dx**2 + 4 / widths.min() ** 2 + 4 / (first * self.dt_theta) ** 2
+        core = int(np.count_nonzero(grid.centres_y < core_radius * grid.radius))
+        return {
+            "fully_explicit": 2.51 / (nu * explicit),
+            "theta_implicit_in_core": self._viscous_limit(core),
+            "theta_implicit_everywhere": self._viscous_limit(grid.shape[1]),
+            "this_solver": self._viscous_limit(self.core_rows),
+            "core_radius": core_radius * grid.radius,
+        }
+
+    def stable_time_step(self, cfl: float = 0.5) -> float:
+        """Largest Δt with convective CFL ``cfl`` and stable explicit viscous terms
+        (:meth:`_viscous_limit` of this solver's core)."""
+        viscous = self._viscous_limit(self.core_rows)
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
