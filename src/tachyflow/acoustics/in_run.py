@@ -70,6 +70,21 @@ def observers_of(section: AcousticsSection) -> tuple[list[str], np.ndarray, np.n
     return names, positions, angles
 
 
+def observer_times(section, start: float, duration: float, nearest: float, farthest: float):
+    """The observer times that every panel reaches in a record of ``duration`` from
+    ``start``: from the last first arrival (over ``farthest``) to the first last arrival
+    (over ``nearest``), ``section.samples`` of them. ValueError when there are none."""
+    first = start + farthest / section.c0
+    last = start + duration + nearest / section.c0
+    if not last > first:
+        raise ValueError(
+            f"acoustics: the record ({duration:.3g} of simulated time) is shorter than the "
+            "spread of arrival times over the surface; no observer time would see every "
+            "panel: raise acoustics.duration or the number of steps"
+        )
+    return np.linspace(first, last, section.samples)
+
+
 class InRunAcoustics:
     """Samples a permeable FW-H surface from the running flow and integrates it.
 
@@ -113,16 +128,9 @@ class InRunAcoustics:
         self.share = panel_share(count, rank, size)
         self.start = solver.time
         distances = np.linalg.norm(observers[:, None, :] - self.surface.centres[None], axis=2)
-        first = self.start + distances.max() / section.c0
-        last = self.start + duration + distances.min() / section.c0
-        if not last > first:
-            raise ValueError(
-                f"acoustics: the record ({duration:.3g} of simulated time) is shorter than "
-                "the spread of arrival times over the surface; no observer time would see "
-                "every panel: raise acoustics.duration or the number of steps"
-            )
+        times = observer_times(section, self.start, duration, distances.min(), distances.max())
         self.fwh = FWHSolver(
-            observers, np.linspace(first, last, section.samples), c0=section.c0,
+            observers, times, c0=section.c0,
             rho0=section.rho0, p0=section.p0, permeable=True, comm=decomposition.comm,
         )  # fmt: skip
         self.accumulator = self.fwh.accumulator(self.surface.areas[self.share])

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from tachyflow.acoustics.fwh import FWHSolver
-from tachyflow.acoustics.in_run import observers_of
+from tachyflow.acoustics.in_run import observer_times, observers_of
 from tachyflow.acoustics.offline import panel_share, write_results
 from tachyflow.acoustics.sources import SurfacePressureTerms
 from tachyflow.acoustics.spectra import spectrum
@@ -110,16 +110,9 @@ class RotorNoise:
         self._nearest = np.hypot(axial, off_axis - radii[None]).min()
         farthest = np.hypot(axial, off_axis + radii[None]).max()
         self.start = solver.time
-        first = self.start + farthest / section.c0
-        last = self.start + duration + self._nearest / section.c0
-        if not last > first:
-            raise ValueError(
-                f"acoustics: the record ({duration:.3g} of simulated time) is shorter than "
-                "the spread of arrival times over the rotor; raise acoustics.duration or the "
-                "number of steps"
-            )
+        times = observer_times(section, self.start, duration, self._nearest, farthest)
         self.fwh = FWHSolver(
-            observers, np.linspace(first, last, section.samples), c0=section.c0,
+            observers, times, c0=section.c0,
             rho0=section.rho0, permeable=False, comm=decomposition.comm,
         )  # fmt: skip
         areas = mesh.area_faces[share]

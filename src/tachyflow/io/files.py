@@ -62,3 +62,9 @@ class AppendedTable:
     def close(self) -> None:
         """Close the file."""
         self._file.close()
+
+    @staticmethod
+    def closed(table: AppendedTable | None) -> None:
+        """Close ``table`` if there is one; None (for ``self._table = closed(...)``)."""
+        if table is not None:
+            table.close()

@@ -54,14 +54,11 @@ class BodyLoads(Observer):
             self.observe(run)
         if self._table is None:
             return
-        self._table.close()
-        self._table = None
+        self._table = AppendedTable.closed(self._table)
         self._plot(run)
 
     def close(self, run) -> None:
-        if self._table is not None:
-            self._table.close()
-            self._table = None
+        self._table = AppendedTable.closed(self._table)
 
     def _plot(self, run) -> None:
         from tachyflow.io.figures import pyplot, save_figure

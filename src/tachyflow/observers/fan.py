@@ -94,8 +94,7 @@ class FanPerformance(Observer):
             self.observe(run)
         if self._table is None:
             return
-        self._table.close()
-        self._table = None
+        self._table = AppendedTable.closed(self._table)
         rows = self._rows[len(self._rows) // 2 :]
         summary = {key: float(np.mean([row[key] for row in rows])) for key in COLUMNS[2:]}
         summary.update(
@@ -112,9 +111,7 @@ class FanPerformance(Observer):
         self._plot(run)
 
     def close(self, run) -> None:
-        if self._table is not None:
-            self._table.close()
-            self._table = None
+        self._table = AppendedTable.closed(self._table)
 
     def _plot(self, run) -> None:
         from tachyflow.io.figures import pyplot, save_figure
