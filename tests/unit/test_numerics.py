@@ -112,7 +112,26 @@ def test_planned_transforms_round_trip(shape):
     backward()
     assert np.allclose(real / shape[2], data, atol=1e-14)
     with pytest.raises(ValueError, match="transform kind"):
-        fft.AxisTransform(real, half, 2, "dct")
+        fft.AxisTransform(real, half, 2, "dst")
+
+
+def test_cosine_transforms_diagonalise_the_second_difference_with_zero_gradient_ends():
+    """DCT-II then DCT-III multiply by 2 n; the DCT-II of the Neumann second difference of
+    f is its eigenvalue times the DCT-II of f, mode by mode."""
+    n, spacing = 12, 0.3
+    data = np.random.default_rng(1).standard_normal((n, 3, 2))
+    values = fft.empty(data.shape, np.float64)
+    forward = fft.AxisTransform(values, values, 0, "dct", "estimate")
+    backward = fft.AxisTransform(values, values, 0, "idct", "estimate")
+    ghosted = np.concatenate([data[:1], data, data[-1:]])  # zero gradient at both ends
+    second = (ghosted[2:] - 2 * data + ghosted[:-2]) / spacing**2
+    values[...] = data
+    spectrum = forward().copy()
+    values[...] = second
+    eigen = fft.neumann_laplacian_eigenvalues(n, spacing)
+    assert np.allclose(forward(), eigen[:, None, None] * spectrum, atol=1e-10)
+    values[...] = spectrum
+    assert np.allclose(backward() / (2 * n), data)
 
 
 def test_grid_geometry_and_operator_bands():
