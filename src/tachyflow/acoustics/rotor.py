@@ -20,6 +20,7 @@ Farassat's formulation 1A; the signals are summed over the ranks at the end.
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -29,6 +30,7 @@ from tachyflow.acoustics.in_run import observer_times, observers_of
 from tachyflow.acoustics.offline import panel_share, write_results
 from tachyflow.acoustics.sources import SurfacePressureTerms
 from tachyflow.acoustics.spectra import spectrum
+from tachyflow.io.files import replacing
 from tachyflow.parallel.sparse_gather import NoiseSourceExchange
 
 
@@ -155,8 +157,8 @@ class RotorNoise:
 
     def finish(self) -> dict | None:
         """Sum the signals over the ranks and write them (collective; rank 0 writes and
-        returns the OASPL and dominant frequency per observer, the window and the
-        blade-passing frequency)."""
+        returns the OASPL and dominant frequency per observer, the window, the
+        blade-passing frequency and the cost per phase, also as ``summary.json``)."""
         complete = self.fwh.observer_times <= self.last_time + self._nearest / self.section.c0
         if complete.sum() < 8:
             raise ValueError(
@@ -172,7 +174,7 @@ class RotorNoise:
         )
         oaspl = write_results(self.folder, self.names, trimmed, self.arc_angles)
         rate = 1.0 / (trimmed.times[1] - trimmed.times[0])
-        return {
+        summary = {
             "observers": dict(zip(self.names, map(float, oaspl), strict=True)),
             "dominant_frequency": {
                 name: dominant_frequency(signal, rate)
@@ -183,6 +185,9 @@ class RotorNoise:
             "samples": self.samples,
             "seconds_rank0": dict(self.seconds),
         }
+        with replacing(self.folder / "summary.json") as path:
+            path.write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
 
 
 def dominant_frequency(pressure: np.ndarray, rate: float) -> float:

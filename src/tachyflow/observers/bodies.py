@@ -18,22 +18,30 @@ class BodyLoads(Observer):
     """Records the force and moment (about the origin) of the fluid on every
     ``[[immersed.body]]`` every ``[immersed] forces_every`` steps and after the last step:
     a row of ``forces.csv`` (``step``, ``time``, then ``NAME_Fx`` ... ``NAME_Mz`` per body,
-    averaged over the step), and at the end a plot of their histories."""
+    averaged over the step), and at the end a plot of their histories. A case with a fan
+    has :class:`~tachyflow.observers.fan.FanPerformance` instead, which adds the fan's
+    columns to the same rows."""
 
     name = "bodies"
+    extra_columns: tuple[str, ...] = ()
 
-    def __init__(self, every: int, names: tuple[str, ...]):
-        self.every = every
-        self.names = names
-        self.columns = ["step", "time"] + [f"{name}_{load}" for name in names for load in LOADS]
+    def __init__(self, config):
+        self.every = config.immersed.forces_every
+        self.names = tuple(body.name for body in config.immersed.body)
+        self.columns = ["step", "time", *self.extra_columns]
+        self.columns += [f"{name}_{load}" for name in self.names for load in LOADS]
         self._table = None
         self._last = None
 
     @classmethod
     def from_case(cls, config, options):
-        if not config.immersed.body:
+        if not config.immersed.body or any(b.shape == "fan-rotor" for b in config.immersed.body):
             return None
-        return cls(config.immersed.forces_every, tuple(b.name for b in config.immersed.body))
+        return cls(config)
+
+    def extra_values(self, run, loads: np.ndarray) -> dict:
+        """Values of ``extra_columns`` for a row (collective)."""
+        return {}
 
     def start(self, run) -> None:
         if run.root:
@@ -43,9 +51,11 @@ class BodyLoads(Observer):
 
     def observe(self, run) -> None:
         solver = run.solver
-        loads = np.asarray(solver.body_loads).ravel()  # equal on every rank
+        loads = np.asarray(solver.body_loads)  # equal on every rank
         self._last = {"step": solver.steps, "time": solver.time}
-        self._last.update(zip(self.columns[2:], (float(value) for value in loads), strict=True))
+        self._last.update(self.extra_values(run, loads))
+        per_body = self.columns[2 + len(self.extra_columns) :]
+        self._last.update(zip(per_body, (float(value) for value in loads.ravel()), strict=True))
         if self._table is not None:
             self._table.append(self._last)
 
@@ -60,11 +70,14 @@ class BodyLoads(Observer):
     def close(self, run) -> None:
         self._table = AppendedTable.closed(self._table)
 
+    def _rows(self, run) -> list[dict]:
+        with (run.output / "forces.csv").open(newline="") as table:
+            return list(csv.DictReader(table))
+
     def _plot(self, run) -> None:
         from tachyflow.io.figures import pyplot, save_figure
 
-        with (run.output / "forces.csv").open(newline="") as table:
-            rows = list(csv.DictReader(table))
+        rows = self._rows(run)
         if len(rows) < 2:
             return
         plt = pyplot()

@@ -1,5 +1,6 @@
 """The fan observer: an axial fan's performance from its rotor's loads and the pressure
-rise across the duct, ``fan.csv``, ``fan.json`` and ``images/fan.png``.
+rise across it, in ``forces.csv`` beside every body's loads, ``fan.json`` and
+``images/fan.png``.
 
 With the rotor at rest in the frame turning at ``Ω`` about x, its ``N`` blades, the bulk
 velocity ``U`` through the annulus of area ``A = π (R² - R_h²)``, flow rate ``Q = U A``,
@@ -23,25 +24,27 @@ import math
 
 import numpy as np
 
-from tachyflow.io.files import AppendedTable, replacing
-from tachyflow.observers import Observer, register
+from tachyflow.io.files import replacing
+from tachyflow.observers import register
+from tachyflow.observers.bodies import BodyLoads
 
-COLUMNS = (
-    "step", "time", "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
+PERFORMANCE = (
+    "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
     "pressure_coefficient", "efficiency",
 )  # fmt: skip
 
 
 @register
-class FanPerformance(Observer):
-    """Thrust, torque, power, pressure rise and the fan coefficients every
-    ``[immersed] forces_every`` steps, of the ``fan-rotor`` body."""
+class FanPerformance(BodyLoads):
+    """The ``bodies`` observer of a case with a ``fan-rotor`` body, with the fan's thrust,
+    torque, power, pressure rise and coefficients in the same rows of ``forces.csv``."""
 
     name = "fan"
+    extra_columns = PERFORMANCE
 
     def __init__(self, config):
+        super().__init__(config)
         cylinder, fan = config.cylinder, config.fan
-        self.every = config.immersed.forces_every
         shapes = [body.shape for body in config.immersed.body]
         self.body = shapes.index("fan-rotor")
         self.copies = cylinder.sectors  # the computed sector is 1 / sectors of the rotor
@@ -51,8 +54,8 @@ class FanPerformance(Observer):
         self.tip_speed = abs(self.omega) * cylinder.radius
         self.velocity = cylinder.inflow_velocity
         self.flow_rate = self.velocity * math.pi * (cylinder.radius**2 - cylinder.inner_radius**2)
-        self._table = None
-        self._rows: list[dict] = []
+        self._history: list[dict] = []
+        self.performance = None
 
     @classmethod
     def from_case(cls, config, options):
@@ -60,23 +63,15 @@ class FanPerformance(Observer):
             return None
         return cls(config)
 
-    def start(self, run) -> None:
-        if run.root:
-            self._table = AppendedTable(
-                run.output / "fan.csv", COLUMNS, run.restarted, run.first_step
-            )
-
-    def observe(self, run) -> None:
+    def extra_values(self, run, loads: np.ndarray) -> dict:
         solver = run.solver
-        load = np.asarray(solver.body_loads)[self.body] * self.copies
+        load = loads[self.body] * self.copies
         inlet, outlet = solver.section_pressures(self.planes)
         thrust, torque = -load[0], -load[3] * math.copysign(1.0, self.omega or 1.0)
         power = torque * abs(self.omega)
         rise = outlet - inlet
         tip = self.tip_speed or math.nan
-        row = {
-            "step": solver.steps,
-            "time": solver.time,
+        values = {
             "thrust": thrust,
             "torque": torque,
             "power": power,
@@ -85,18 +80,15 @@ class FanPerformance(Observer):
             "pressure_coefficient": rise / tip**2,
             "efficiency": self.flow_rate * rise / power if power else math.nan,
         }
-        self._rows.append(row)
-        if self._table is not None:
-            self._table.append(row)
+        self._history.append({"time": solver.time, **values})
+        return values
 
     def finish(self, run) -> None:
-        if not self._rows or self._rows[-1]["step"] != run.solver.steps:
-            self.observe(run)
-        if self._table is None:
+        super().finish(run)
+        if not run.root:
             return
-        self._table = AppendedTable.closed(self._table)
-        rows = self._rows[len(self._rows) // 2 :]
-        summary = {key: float(np.mean([row[key] for row in rows])) for key in COLUMNS[2:]}
+        rows = self._history[len(self._history) // 2 :]
+        summary = {key: float(np.mean([row[key] for row in rows])) for key in PERFORMANCE}
         summary.update(
             blades=self.blades,
             rotation=self.omega,
@@ -107,19 +99,16 @@ class FanPerformance(Observer):
         )
         with replacing(run.output / "fan.json") as path:
             path.write_text(json.dumps(summary, indent=2) + "\n")
-        self.summary_values = summary
-        self._plot(run)
+        self.performance = summary
+        self._plot_performance(run)
 
-    def close(self, run) -> None:
-        self._table = AppendedTable.closed(self._table)
-
-    def _plot(self, run) -> None:
+    def _plot_performance(self, run) -> None:
         from tachyflow.io.figures import pyplot, save_figure
 
-        if len(self._rows) < 4:
+        if len(self._history) < 4:
             return
         plt = pyplot()
-        time = np.array([row["time"] for row in self._rows])
+        time = [row["time"] for row in self._history]
         figure, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
         for axis, key, label in zip(
             axes,
@@ -127,7 +116,7 @@ class FanPerformance(Observer):
             ("thrust", "shaft torque", "static pressure rise"),
             strict=True,
         ):
-            axis.plot(time, [row[key] for row in self._rows])
+            axis.plot(time, [row[key] for row in self._history])
             axis.set_ylabel(label)
             axis.grid(alpha=0.3)
         axes[-1].set_xlabel("time")
@@ -137,4 +126,4 @@ class FanPerformance(Observer):
         save_figure(figure, run.output / "images" / "fan.png")
 
     def summary(self) -> dict | None:
-        return {"fan": getattr(self, "summary_values", None)}
+        return {"fan": self.performance, **(super().summary() or {})}
