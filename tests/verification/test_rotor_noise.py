@@ -22,11 +22,11 @@ observers = [[6.0, 0.0, 0.0], [1.0, 6.0, 0.0]]
 OMEGA, BLADES = 4.0, 5
 
 
-def frozen_rotor_noise(comm, folder, revolutions: float = 3.0):
+def frozen_rotor_noise(comm, folder, revolutions: float = 3.0, exchange: str = "auto"):
     """The fan's flow after a few steps, then held still in the rotor's frame while the
     rotor turns: the blades' load is steady, so their sound repeats every blade passage."""
     case = config.parse(FAN.format(parallel=f"[parallel]\nproc_grid = [{comm.size}, 1]")
-                        + NOISE, "fan.toml")  # fmt: skip
+                        + NOISE + f'exchange = "{exchange}"\n', "fan.toml")  # fmt: skip
     fan = CylindricalSolver.from_case(case, comm, "estimate")
     for _ in range(3):
         fan.step(0.01)
@@ -60,3 +60,22 @@ def test_a_steadily_loaded_rotor_sounds_at_the_blade_passing_frequency(tmp_path)
             assert parallel["observers"][name] == pytest.approx(level, abs=1e-6)
     signals = np.loadtxt(f"{folder}/serial/acoustics/signals.csv", delimiter=",")
     assert np.abs(signals[:, 4]).max() > 0  # observer-1's pressure is there
+
+
+@pytest.mark.parallel([3])
+def test_the_rotor_sounds_the_same_whatever_carries_its_pressure(tmp_path):
+    """The four ways of the noise-source exchange (Kwon, Park & Choi's Types) give the
+    same signals."""
+    world = MPI.COMM_WORLD
+    folder = world.bcast(str(tmp_path))
+    methods = ("two-sided", "put", "aggregated-put", "source-put")
+    signals = []
+    for method in methods:
+        frozen_rotor_noise(world, f"{folder}/{method}", revolutions=1.5, exchange=method)
+        if world.rank == 0:
+            signals.append(np.loadtxt(f"{folder}/{method}/acoustics/signals.csv", delimiter=","))
+    if world.rank == 0:
+        for other in signals[1:]:
+            assert np.allclose(
+                other, signals[0], rtol=1e-10, atol=1e-12 * np.abs(signals[0]).max()
+            )
