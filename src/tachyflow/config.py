@@ -235,6 +235,7 @@ class AcousticsSection:
     spacing: float = 0.1
     mesh: str = ""
     every: int = 1
+    start_step: int = 0  # the record starts at this step (past a start-up transient)
     exchange: str = "auto"
     sync: str = "auto"
     c0: float = 340.0
@@ -649,6 +650,7 @@ def _validate_pressure(pressure: PressureSection, require) -> None:
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:
     require(acoustics.surface in SURFACES, "acoustics.surface", f"one of {SURFACES}",
             acoustics.surface)  # fmt: skip
+    require(acoustics.start_step >= 0, "acoustics.start_step", ">= 0", acoustics.start_step)
     if acoustics.surface == "none":
         return
     for key in ("radius", "length", "spacing", "c0", "rho0"):

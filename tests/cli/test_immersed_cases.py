@@ -84,8 +84,14 @@ def test_bad_bodies_are_named_in_one_line(tmp_path, second, shape, message):
 
 
 def test_the_axial_fan_case_writes_its_performance(tmp_path):
+    from importlib import resources
+
+    text = (resources.files("tachyflow") / "cases" / "axial-fan.toml").read_text()
+    assert "start_step = 400" in text
+    case = tmp_path / "fan.toml"  # the noise record from step 10 of 60
+    case.write_text(text.replace("start_step = 400", "start_step = 10"))
     output = tmp_path / "fan"
-    result = tachyflow("run", "axial-fan", "-n", "2", "--steps", "60", "-o", str(output),
+    result = tachyflow("run", str(case), "-n", "2", "--steps", "60", "-o", str(output),
                        timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr
     import json
@@ -99,6 +105,7 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
     assert {"thrust", "torque", "pressure_rise", "rotor_Mx"} <= set(table[0])
     assert (output / "images" / "fan.png").is_file()
     noise = json.loads((output / "acoustics" / "summary.json").read_text())
+    assert noise["window"][0] > 10 * 0.004  # it began at step 10
     assert set(noise["observers"]) == {"observer-0", "observer-1", "observer-2"}
     assert noise["blade_passing_frequency"] == pytest.approx(
         performance["blade_passing_frequency"]

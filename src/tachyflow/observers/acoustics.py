@@ -11,10 +11,11 @@ from tachyflow.observers import Observer, register
 
 @register
 class Acoustics(Observer):
-    """Samples the ``[acoustics]`` surface at the start and every ``every`` steps, and at the
-    end predicts the signals and spectra at the observers: a permeable surface on a
-    Cartesian grid (:class:`~tachyflow.acoustics.in_run.InRunAcoustics`), or a fan's
-    rotating blades (``surface = "blades"``, :class:`~tachyflow.acoustics.rotor.RotorNoise`)."""
+    """Samples the ``[acoustics]`` surface from ``start_step`` (the start by default) every
+    ``every`` steps, and at the end predicts the signals and spectra at the observers: a
+    permeable surface on a Cartesian grid
+    (:class:`~tachyflow.acoustics.in_run.InRunAcoustics`), or a fan's rotating blades
+    (``surface = "blades"``, :class:`~tachyflow.acoustics.rotor.RotorNoise`)."""
 
     name = "acoustics"
 
@@ -45,9 +46,24 @@ class Acoustics(Observer):
             )
         return cls(config)
 
+    def due(self, step: int) -> bool:
+        return step >= self.config.acoustics.start_step and super().due(step)
+
     def start(self, run) -> None:
+        if run.solver.steps >= self.config.acoustics.start_step:
+            self._begin(run)
+
+    def observe(self, run) -> None:
+        if self._acoustics is None:
+            self._begin(run)
+        else:
+            self._acoustics.sample()
+
+    def _begin(self, run) -> None:
+        """Start the record here: the prediction object and its first sample."""
         section = self.config.acoustics
-        duration = section.duration or run.steps_to_run * self.config.time.dt
+        remaining = run.first_step + run.steps_to_run - run.solver.steps
+        duration = section.duration or remaining * self.config.time.dt
         if section.surface == "blades":
             from tachyflow.acoustics.rotor import RotorNoise
 
@@ -64,10 +80,12 @@ class Acoustics(Observer):
             self._acoustics = InRunAcoustics(section, run.solver, run.output, duration, base)
         self._acoustics.sample()
 
-    def observe(self, run) -> None:
-        self._acoustics.sample()
-
     def finish(self, run) -> None:
+        if self._acoustics is None:
+            raise ValueError(
+                f"acoustics: the run ended at step {run.solver.steps}, before "
+                f"acoustics.start_step = {self.config.acoustics.start_step}"
+            )
         self._summary = self._acoustics.finish()
         for name, level in (self._summary or {}).get("observers", {}).items():
             run.log(f"acoustics: {name} OASPL {level:.1f} dB")
