@@ -133,3 +133,19 @@ def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):
     result = tachyflow("run", str(case), "-o", str(tmp_path / "out"), timeout=60)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
+
+
+def test_bench_fan_times_the_step_and_each_way_of_moving_the_noise_sources(tmp_path):
+    result = tachyflow("bench", "fan", "-n", "2", "--grid", "24", "12", "12", "--repeats",
+                       "2", "-o", str(tmp_path), timeout=240)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    import json
+
+    (path,) = tmp_path.glob("fan_*.json")
+    document = json.loads(path.read_text())
+    names = {entry["name"]: entry for entry in document["results"] + document["peers"]}
+    for method in ("two-sided", "put", "aggregated-put", "source-put"):
+        assert names[f"tachyflow-fan-noise-{method}"]["verified"]
+        phases = document["model"]["noise_phases_per_sample"][method]
+        assert set(phases) == {"pack", "communication", "unpack", "source", "integration"}
+    assert document["model"]["step_seconds"] > 0

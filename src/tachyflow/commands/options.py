@@ -110,15 +110,17 @@ def add_repeats(parser: argparse.ArgumentParser, repeats: int) -> None:
     )
 
 
-def add_benchmark_options(parser: argparse.ArgumentParser, repeats: int) -> None:
+def add_benchmark_options(
+    parser: argparse.ArgumentParser, repeats: int, grid=(128, 128, 128)
+) -> None:
     add_ranks(parser)
     parser.add_argument(
         "--grid",
         nargs=3,
         type=positive_int,
-        default=[128, 128, 128],
+        default=list(grid),
         metavar=("NX", "NY", "NZ"),
-        help="global grid (default 128^3)",
+        help=f"global grid (default {' x '.join(map(str, grid))})",
     )
     parser.add_argument(
         "--proc-grid",
