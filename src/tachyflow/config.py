@@ -114,6 +114,7 @@ class CylinderSection:
     rotation: float = 0.0
     inner_wall_rotation: float = 0.0
     outer_wall_rotation: float = 0.0
+    outer_wall: str = "no-slip"  # or "slip": stress-free (a far boundary, not a duct)
     # "inflow-outflow": a profile enters at x = 0 with bulk velocity inflow_velocity and no
     # swirl in the inertial frame, and leaves through a convective outflow at x = length.
     x_boundaries: str = "periodic"
@@ -559,6 +560,8 @@ def _validate(config: Config, source: str) -> None:
     )
     require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
+    require(cylinder.outer_wall in ("no-slip", "slip"), "cylinder.outer_wall",
+            "'no-slip' or 'slip'", cylinder.outer_wall)  # fmt: skip
     require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
             "implicit everywhere)", cylinder.theta_core_radius)  # fmt: skip
     require(cylinder.x_boundaries in X_BOUNDARIES, "cylinder.x_boundaries",

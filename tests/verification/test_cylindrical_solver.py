@@ -380,3 +380,18 @@ def test_theta_implicit_only_in_the_core_keeps_the_order_and_its_time_step():
     implicit, _ = axial_mode(0.0)  # θ implicit everywhere: that step is stable
     run(implicit, 300, 1.5 * limit)
     assert np.abs(implicit.halo.interior(implicit.u)).max() < 1.0
+
+
+def test_a_uniform_stream_past_a_slip_wall_stays_uniform():
+    """A stress-free outer wall (`outer_wall = "slip"`, a far boundary) leaves a uniform
+    inflow uniform: no boundary layer grows on it."""
+    text = AXISYMMETRIC.format(
+        nr=12, nt=8, geometry='x_boundaries = "inflow-outflow"\nouter_wall = "slip"\n'
+        "stretching = 1.0", flow='initial = "rest"',
+    ).replace("cells = [4,", "cells = [16,")  # fmt: skip
+    case = CylindricalSolver.from_case(config.parse(text, "stream.toml"), MPI.COMM_SELF)
+    run(case, 50, 0.02)
+    assert np.abs(case.halo.interior(case.u) - 1.0).max() < 1e-12
+    assert np.abs(case.halo.interior(case.w)).max() < 1e-12
+    with pytest.raises(ConfigError, match=r"cylinder\.outer_wall"):
+        solver(8, geometry='outer_wall = "free"')

@@ -239,9 +239,10 @@ def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: i
     return tuple(out[:3]), tuple(out[3:])
 
 
-def radial_bands(grid: CylindricalGrid):
+def radial_bands(grid: CylindricalGrid, slip_outer: bool = False):
     """Bands of the radial viscous operators of the increments of u, q and w (homogeneous
-    wall values), for their implicit (Crank–Nicolson) solves along r.
+    wall values), for their implicit (Crank–Nicolson) solves along r. With ``slip_outer``
+    the outer wall is stress-free: no gradient of u nor of u_θ / r across it.
 
     Returns three ``(lower, diagonal, upper)`` triples of length ``nr``; ``q``'s last row
     (the outer wall face) is left for the caller to make an identity.
@@ -253,7 +254,7 @@ def radial_bands(grid: CylindricalGrid):
     lower = rf[:-2] / (gap[:-2] * rc[1:-1] * width[1:-1])
     upper = rf[1:-1] / (gap[1:-1] * rc[1:-1] * width[1:-1])
     diagonal = -(lower + upper)
-    diagonal[-1] -= upper[-1]
+    diagonal[-1] += upper[-1] if slip_outer else -upper[-1]
     if not axis:
         diagonal[0] -= lower[0]
     lower[0] = upper[-1] = 0.0
@@ -271,7 +272,8 @@ def radial_bands(grid: CylindricalGrid):
     lower = rc[:-2] * below
     upper = rc[2:] * above
     diagonal = -rc[1:-1] * (above + below)
-    diagonal[-1] -= upper[-1]  # ghost beyond the outer wall: -increment
+    # The ghost beyond the outer wall: -increment, or with slip (r_ghost / r_last) increment.
+    diagonal[-1] += upper[-1] * rc[-1] / rc[-2] if slip_outer else -upper[-1]
     if axis:  # G on the axis ≈ 2 w[1] / r_c (the ring's circulation, taken locally)
         diagonal[0] = -rc[1] * above[0] - 2.0 / (rc[1] * width[1])
     else:

@@ -108,6 +108,8 @@ class CylindricalSolver(PencilSolver):
         Axial mean-flow forcing (none with an inflow).
     inflow : Inflow, optional
         The inflow of a grid open in x (``grid.periodic_x`` false), required there.
+    outer_wall : {"no-slip", "slip"}
+        The outer wall: no slip (turning at its rotation), or stress-free (a far boundary).
     theta_core_radius : float
         0: the azimuthal viscous terms are implicit at every radius; > 0: only in the core
         ``r < theta_core_radius`` (Akselvoll & Moin's split, where ``r Δθ`` is small) and
@@ -168,6 +170,7 @@ class CylindricalSolver(PencilSolver):
             planning=planning,
             inflow=Inflow(cylinder.inflow_profile, cylinder.inflow_velocity) if open_x else None,
             theta_core_radius=cylinder.theta_core_radius,
+            outer_wall=cylinder.outer_wall,
         )
         _set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -184,6 +187,7 @@ class CylindricalSolver(PencilSolver):
         planning: str = "measure",
         inflow: Inflow | None = None,
         theta_core_radius: float = 0.0,
+        outer_wall: str = "no-slip",
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -209,6 +213,9 @@ class CylindricalSolver(PencilSolver):
                 f"forcing must be 'none' with an inflow (it sets the flow rate), got "
                 f"{forcing.kind!r}"
             )
+        if outer_wall not in ("no-slip", "slip"):
+            raise ValueError(f"outer_wall must be 'no-slip' or 'slip', got {outer_wall!r}")
+        self.slip_outer = outer_wall == "slip"
         self.decomposition = decomposition
         self.grid = grid
         self.viscosity = float(viscosity)
@@ -231,7 +238,7 @@ class CylindricalSolver(PencilSolver):
         self.pressure_gradient = (
             self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
         )
-        self._bands = stencils.radial_bands(grid)
+        self._bands = stencils.radial_bands(grid, self.slip_outer)
         self._implicit_cache: dict[tuple, tuple] = {}
         # Radii of the θ-lines of each field on this rank's z-pencil (for the θ solves).
         z_pencil = decomposition.pencils["z"]
@@ -302,8 +309,13 @@ class CylindricalSolver(PencilSolver):
             self._apply_inflow_and_outflow()
         inner, outer = self.wall_speed
         u, q, w = self.u, self.q, self.w
-        u[:, -1, :] = -u[:, -2, :]  # no axial slip at the outer wall
-        w[:, -1, :] = 2.0 * outer - w[:, -2, :]
+        if self.slip_outer:  # stress-free: no gradient of u nor of u_θ / r
+            centre = self.metrics.centre[0, :, 0]  # the ghost's mirrored across the wall
+            u[:, -1, :] = u[:, -2, :]
+            w[:, -1, :] = w[:, -2, :] * centre[-1] / centre[-2]
+        else:
+            u[:, -1, :] = -u[:, -2, :]  # no axial slip at the outer wall
+            w[:, -1, :] = 2.0 * outer - w[:, -2, :]
         q[:, 0, :] = 0.0  # no flux through the axis or the hub
         q[:, -2:, :] = 0.0  # the outer wall face and the ghost beyond it
         if self.grid.through_axis:  # values across the axis are never weighted: keep finite
