@@ -9,7 +9,9 @@ import pytest
 from tests.cli.test_cli import tachyflow
 
 
-@pytest.mark.parametrize("case", ["pipe", "taylor-couette", "rotating-pipe", "pipe-entrance"])
+@pytest.mark.parametrize(
+    "case", ["pipe", "taylor-couette", "rotating-pipe", "pipe-entrance", "sphere"]
+)
 def test_a_cylindrical_case_runs_and_writes_its_statistics(tmp_path, case):
     output = tmp_path / case
     result = tachyflow("run", case, "-n", "2", "--steps", "4", "-o", str(output), timeout=180)
