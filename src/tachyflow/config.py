@@ -44,12 +44,18 @@ class CaseSection:
 
 @dataclass(frozen=True)
 class GridSection:
-    """``[grid]``: cells, domain size, walls and their clustering."""
+    """``[grid]``: cells, domain size, walls and their clustering, and what bounds x:
+    periodic, or ``"inflow-outflow"`` (a profile enters at x = 0 with bulk velocity
+    ``inflow_velocity``, no swirl in the inertial frame, and leaves through a convective
+    outflow at the other end)."""
 
     cells: tuple[int, int, int] = (32, 32, 32)
     lengths: tuple[float, float, float] = (6.283185307179586,) * 3
     walls: bool = False
     stretching: float = 0.0
+    x_boundaries: str = "periodic"
+    inflow_profile: str = "uniform"  # or "laminar": the developed laminar profile
+    inflow_velocity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -115,13 +121,8 @@ class CylinderSection:
     inner_wall_rotation: float = 0.0
     outer_wall_rotation: float = 0.0
     outer_wall: str = "no-slip"  # or "slip": stress-free (a far boundary, not a duct)
-    # "inflow-outflow": a profile enters at x = 0 with bulk velocity inflow_velocity and no
-    # swirl in the inertial frame, and leaves through a convective outflow at x = length.
-    x_boundaries: str = "periodic"
     # 0: the θ viscous terms implicit at every radius; > 0: only for r below it (the core).
     theta_core_radius: float = 0.0
-    inflow_profile: str = "uniform"  # or "laminar" (Hagen–Poiseuille, or the annulus's)
-    inflow_velocity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -564,13 +565,15 @@ def _validate(config: Config, source: str) -> None:
             "'no-slip' or 'slip'", cylinder.outer_wall)  # fmt: skip
     require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
             "implicit everywhere)", cylinder.theta_core_radius)  # fmt: skip
-    require(cylinder.x_boundaries in X_BOUNDARIES, "cylinder.x_boundaries",
-            f"one of {X_BOUNDARIES}", cylinder.x_boundaries)  # fmt: skip
-    require(cylinder.inflow_profile in INFLOW_PROFILES, "cylinder.inflow_profile",
-            f"one of {INFLOW_PROFILES}", cylinder.inflow_profile)  # fmt: skip
-    require(math.isfinite(cylinder.inflow_velocity) and cylinder.inflow_velocity > 0,
-            "cylinder.inflow_velocity", "a positive number", cylinder.inflow_velocity)  # fmt: skip
-    if cylinder.x_boundaries == "inflow-outflow" and config.case.solver == "cylindrical":
+    require(grid.x_boundaries in X_BOUNDARIES, "grid.x_boundaries",
+            f"one of {X_BOUNDARIES}", grid.x_boundaries)  # fmt: skip
+    require(grid.inflow_profile in INFLOW_PROFILES, "grid.inflow_profile",
+            f"one of {INFLOW_PROFILES}", grid.inflow_profile)  # fmt: skip
+    require(math.isfinite(grid.inflow_velocity) and grid.inflow_velocity > 0,
+            "grid.inflow_velocity", "a positive number", grid.inflow_velocity)  # fmt: skip
+    if grid.x_boundaries == "inflow-outflow":
+        require(config.case.solver in ("incompressible", "cylindrical"), "grid.x_boundaries",
+                "'periodic' with this solver", grid.x_boundaries)  # fmt: skip
         require(flow.forcing == "none", "flow.forcing",
                 '"none" with an inflow (the inflow sets the flow rate)', flow.forcing)  # fmt: skip
         require(statistics.every == 0 or "x" not in statistics.homogeneous,
@@ -624,8 +627,8 @@ def _validate_fan(config: Config, require) -> None:
             fan.blades)  # fmt: skip
     require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
             "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)  # fmt: skip
-    require(cylinder.x_boundaries == "inflow-outflow", "cylinder.x_boundaries",
-            '"inflow-outflow" with a fan', cylinder.x_boundaries)  # fmt: skip
+    require(config.grid.x_boundaries == "inflow-outflow", "grid.x_boundaries",
+            '"inflow-outflow" with a fan', config.grid.x_boundaries)  # fmt: skip
     for key in ("position", "pressure_planes"):
         values = getattr(fan, key)
         values = values if isinstance(values, tuple) else (values,)

@@ -117,7 +117,7 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
     "change, message",
     [
         (('x_boundaries = "inflow-outflow"', 'x_boundaries = "periodic"'),
-         "'cylinder.x_boundaries' must be \"inflow-outflow\" with a fan"),
+         "'grid.x_boundaries' must be \"inflow-outflow\" with a fan"),
         (("blades = 5", "blades = 7"), "'fan.blades' must be a positive multiple"),
         (("position = 1.0", "position = 2.0"), "'fan.pressure_planes' must be one plane up-"),
     ],

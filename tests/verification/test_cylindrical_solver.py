@@ -15,6 +15,7 @@ AXISYMMETRIC = """
 solver = "cylindrical"
 [grid]
 cells = [4, {nr}, {nt}]
+{grid}
 [cylinder]
 length = 1.0
 radius = 1.0
@@ -25,8 +26,8 @@ viscosity = 0.1
 """
 
 
-def solver(nr, nt=4, geometry="", flow='initial = "rest"', comm=MPI.COMM_SELF):
-    text = AXISYMMETRIC.format(nr=nr, nt=nt, geometry=geometry, flow=flow)
+def solver(nr, nt=4, geometry="", flow='initial = "rest"', comm=MPI.COMM_SELF, grid=""):
+    text = AXISYMMETRIC.format(nr=nr, nt=nt, geometry=geometry, flow=flow, grid=grid)
     return CylindricalSolver.from_case(config.parse(text, "case.toml"), comm, "estimate")
 
 
@@ -133,6 +134,7 @@ PIPE = """
 solver = "cylindrical"
 [grid]
 cells = [12, 9, 10]
+{grid}
 [cylinder]
 length = 4.0
 radius = 1.0
@@ -147,27 +149,27 @@ seed = 3
 {parallel}
 """
 FLOW_RATE = 'forcing = "flow-rate"\nforcing_value = 1.0'
-OPEN_X = 'x_boundaries = "inflow-outflow"\ninflow_profile = "laminar"\nrotation = 0.5'
+OPEN_X = 'x_boundaries = "inflow-outflow"\ninflow_profile = "laminar"'
 
 
 @pytest.mark.parallel([1, 2, 3])
 @pytest.mark.parametrize(
-    "geometry, forcing, split_x",
+    "geometry, forcing, split_x, grid",
     [
-        ("", FLOW_RATE, False),
-        ("rotation = 0.5\nsectors = 2", FLOW_RATE, False),
-        ("theta_core_radius = 0.5", FLOW_RATE, False),
-        (OPEN_X, "", False),
-        (OPEN_X, "", True),
+        ("", FLOW_RATE, False, ""),
+        ("rotation = 0.5\nsectors = 2", FLOW_RATE, False, ""),
+        ("theta_core_radius = 0.5", FLOW_RATE, False, ""),
+        ("rotation = 0.5", "", False, OPEN_X),
+        ("rotation = 0.5", "", True, OPEN_X),
     ],
     ids=["pipe", "sector", "theta-core", "inflow-outflow", "inflow-outflow-split-x"],
 )
-def test_a_perturbed_pipe_gives_the_same_flow_on_any_rank_count(geometry, forcing, split_x):
+def test_a_perturbed_pipe_gives_the_same_flow_on_any_rank_count(geometry, forcing, split_x, grid):
     world = MPI.COMM_WORLD
     results = []
     for comm in (MPI.COMM_SELF, world):
         parallel = f"[parallel]\nproc_grid = [{comm.size}, 1]" if split_x else ""
-        text = PIPE.format(geometry=geometry, forcing=forcing, parallel=parallel)
+        text = PIPE.format(geometry=geometry, forcing=forcing, parallel=parallel, grid=grid)
         case = CylindricalSolver.from_case(config.parse(text, "pipe.toml"), comm, "estimate")
         for _ in range(5):
             case.step(0.02)
@@ -241,7 +243,7 @@ def test_taylor_vortices_appear_within_two_percent_of_the_critical_reynolds_numb
 def test_acoustics_on_a_cylindrical_grid_is_refused_until_it_is_supported(tmp_path):
     from tachyflow.simulation import Simulation
 
-    text = AXISYMMETRIC.format(nr=8, nt=4, geometry="", flow='initial = "rest"')
+    text = AXISYMMETRIC.format(nr=8, nt=4, geometry="", flow='initial = "rest"', grid="")
     acoustics = (
         '[acoustics]\nsurface = "sphere"\nradius = 0.3\nduration = 1.0\n'
         "observers = [[5.0, 0.0, 0.0]]\n"
@@ -256,7 +258,7 @@ def advective_work(cells) -> float:
     (0 for the continuous equations): Σ u·(-u·∇u) over the staggered volumes."""
     from tachyflow.numerics import cylindrical_stencils
 
-    text = PIPE.format(geometry="", forcing=FLOW_RATE, parallel="").replace(
+    text = PIPE.format(geometry="", forcing=FLOW_RATE, parallel="", grid="").replace(
         "cells = [12, 9, 10]", f"cells = {list(cells)}"
     )
     text = text.replace('forcing = "flow-rate"', 'forcing = "none"')
@@ -316,12 +318,12 @@ def test_a_developing_pipe_flow_reaches_its_length_of_durst_et_al():
 def test_an_inflow_needs_an_open_x_and_no_forcing():
     flow = 'initial = "rest"\nforcing = "flow-rate"\nforcing_value = 1.0'
     with pytest.raises(ConfigError, match=r"flow\.forcing"):
-        solver(8, geometry='x_boundaries = "inflow-outflow"', flow=flow)
-    with pytest.raises(ConfigError, match=r"cylinder\.x_boundaries"):
-        solver(8, geometry='x_boundaries = "open"')
-    with pytest.raises(ConfigError, match=r"cylinder\.inflow_velocity"):
-        solver(8, geometry='x_boundaries = "inflow-outflow"\ninflow_velocity = -1.0')
-    case = solver(8, geometry='x_boundaries = "inflow-outflow"')
+        solver(8, grid='x_boundaries = "inflow-outflow"', flow=flow)
+    with pytest.raises(ConfigError, match=r"grid\.x_boundaries"):
+        solver(8, grid='x_boundaries = "open"')
+    with pytest.raises(ConfigError, match=r"grid\.inflow_velocity"):
+        solver(8, grid='x_boundaries = "inflow-outflow"\ninflow_velocity = -1.0')
+    case = solver(8, grid='x_boundaries = "inflow-outflow"')
     with pytest.raises(ValueError, match="an inflow needs a grid open in x"):
         CylindricalSolver(case.decomposition, case.grid, 0.1)
 
@@ -386,7 +388,7 @@ def test_a_uniform_stream_past_a_slip_wall_stays_uniform():
     """A stress-free outer wall (`outer_wall = "slip"`, a far boundary) leaves a uniform
     inflow uniform: no boundary layer grows on it."""
     text = AXISYMMETRIC.format(
-        nr=12, nt=8, geometry='x_boundaries = "inflow-outflow"\nouter_wall = "slip"\n'
+        nr=12, nt=8, grid='x_boundaries = "inflow-outflow"', geometry='outer_wall = "slip"\n'
         "stretching = 1.0", flow='initial = "rest"',
     ).replace("cells = [4,", "cells = [16,")  # fmt: skip
     case = CylindricalSolver.from_case(config.parse(text, "stream.toml"), MPI.COMM_SELF)

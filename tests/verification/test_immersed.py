@@ -170,6 +170,7 @@ FAN = """
 solver = "cylindrical"
 [grid]
 cells = [16, 10, 12]
+x_boundaries = "inflow-outflow"
 [cylinder]
 length = 2.0
 radius = 1.0
@@ -177,7 +178,6 @@ inner_radius = 0.4
 sectors = 5
 rotation = 4.0
 inner_wall_rotation = 4.0
-x_boundaries = "inflow-outflow"
 [fan]
 position = 0.8
 pressure_planes = [0.4, 1.4]

@@ -83,6 +83,14 @@ class CylindricalGrid(WallNormalFaces):
         faces = radial_faces(self.shape[1], self.inner_radius, self.radius, self.stretching)
         object.__setattr__(self, "faces_y", faces)
 
+    def laminar_profile(self) -> np.ndarray:
+        """The developed laminar axial velocity at the centres in r, unscaled:
+        Hagen–Poiseuille through the axis, the annular Poiseuille profile with a hub."""
+        r, outer, inner = self.centres_y, self.radius, self.inner_radius
+        if inner == 0:
+            return 1.0 - (r / outer) ** 2
+        return outer**2 - r**2 + (outer**2 - inner**2) * np.log(r / outer) / np.log(outer / inner)
+
     @property
     def through_axis(self) -> bool:
         """True when the domain contains the axis (a pipe), False for an annulus."""

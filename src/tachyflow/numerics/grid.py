@@ -68,15 +68,16 @@ class StaggeredGrid(WallNormalFaces):
         Periodic in y (else no-slip walls at ``y = 0`` and ``y = Ly``).
     stretching : float
         tanh clustering of y faces towards the walls (0: uniform; walls only).
+    periodic_x : bool
+        Periodic in x, else open: an inflow at ``x = 0`` and an outflow at ``x = Lx``.
     """
 
     shape: tuple[int, int, int]
     lengths: tuple[float, float, float]
     periodic_y: bool = True
     stretching: float = 0.0
+    periodic_x: bool = True
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
-
-    periodic_x = True
 
     def __post_init__(self):
         if len(self.shape) != 3 or any(int(n) < 1 for n in self.shape):
@@ -90,6 +91,14 @@ class StaggeredGrid(WallNormalFaces):
         object.__setattr__(
             self, "faces_y", tanh_faces(self.shape[1], self.lengths[1], self.stretching)
         )
+
+    def laminar_profile(self) -> np.ndarray:
+        """The developed laminar streamwise velocity at the centres in y, unscaled: the
+        parabola between walls, uniform without them."""
+        if self.periodic_y:
+            return np.ones(self.shape[1])
+        y = self.centres_y
+        return y * (self.lengths[1] - y)
 
     @property
     def spacing_x(self) -> float:

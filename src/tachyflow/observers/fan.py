@@ -52,7 +52,7 @@ class FanPerformance(BodyLoads):
         self.blades = fan.blades
         self.planes = fan.pressure_planes
         self.tip_speed = abs(self.omega) * cylinder.radius
-        self.velocity = cylinder.inflow_velocity
+        self.velocity = config.grid.inflow_velocity
         self.flow_rate = self.velocity * math.pi * (cylinder.radius**2 - cylinder.inner_radius**2)
         self._history: list[dict] = []
         self.performance = None

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,45 +45,12 @@ from tachyflow.numerics.tdma import FactoredTridiagonal, solve_periodic_diffusio
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
 from tachyflow.solvers.base import register
 from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
-from tachyflow.solvers.pencil_solver import PencilSolver
+from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 INITIAL_CONDITIONS = (
     "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow"
 )  # fmt: skip
-INFLOW_PROFILES = ("uniform", "laminar")
-
-
-@dataclass(frozen=True)
-class Inflow:
-    """An open x: ``profile`` (``"uniform"``, or ``"laminar"``: Hagen–Poiseuille through
-    the axis, the annular Poiseuille profile with a hub) enters at ``x = 0`` with bulk
-    velocity ``velocity`` and no swirl in the inertial frame; a convective outflow at
-    ``x = L``."""
-
-    profile: str = "uniform"
-    velocity: float = 1.0
-
-    def __post_init__(self):
-        if self.profile not in INFLOW_PROFILES:
-            raise ValueError(f"inflow profile must be one of {INFLOW_PROFILES}, got "
-                             f"{self.profile!r}")  # fmt: skip
-        if not (math.isfinite(self.velocity) and self.velocity > 0):
-            raise ValueError(f"inflow velocity must be positive, got {self.velocity!r}")
-
-    def axial_profile(self, grid: CylindricalGrid) -> np.ndarray:
-        """The axial velocity at the cell centres in r, scaled so that its discrete flow
-        rate is exactly ``velocity`` times the cross-section."""
-        r, outer, inner = grid.centres_y, grid.radius, grid.inner_radius
-        if self.profile == "uniform":
-            shape = np.ones_like(r)
-        elif inner == 0:
-            shape = 1.0 - (r / outer) ** 2
-        else:  # the laminar annular profile, zero at both walls
-            shape = (
-                outer**2 - r**2 + (outer**2 - inner**2) * np.log(r / outer) / np.log(outer / inner)
-            )
-        return self.velocity * shape / float(np.dot(shape, grid.volume_weights_y))
 
 
 @register("cylindrical")
@@ -146,7 +112,7 @@ class CylindricalSolver(PencilSolver):
                 f"{config.source}: flow.initial = {flow.initial!r} is not an initial "
                 f"condition of solver 'cylindrical': expected one of {INITIAL_CONDITIONS}"
             )
-        open_x = cylinder.x_boundaries == "inflow-outflow"
+        open_x = config.grid.x_boundaries == "inflow-outflow"
         grid = CylindricalGrid(
             config.grid.cells,
             cylinder.length,
@@ -168,7 +134,7 @@ class CylindricalSolver(PencilSolver):
             (cylinder.inner_wall_rotation, cylinder.outer_wall_rotation),
             Forcing(flow.forcing, flow.forcing_value),
             planning=planning,
-            inflow=Inflow(cylinder.inflow_profile, cylinder.inflow_velocity) if open_x else None,
+            inflow=Inflow.from_case(config) if open_x else None,
             theta_core_radius=cylinder.theta_core_radius,
             outer_wall=cylinder.outer_wall,
         )
@@ -198,21 +164,6 @@ class CylindricalSolver(PencilSolver):
                 f"decomposition shape {decomposition.global_shape} differs from grid shape "
                 f"{grid.shape}"
             )
-        if decomposition.periodic[0] != grid.periodic_x:
-            raise ValueError(
-                f"decomposition periodic in x = {decomposition.periodic[0]} but the grid's "
-                f"periodic_x = {grid.periodic_x}"
-            )
-        if grid.periodic_x != (inflow is None):
-            raise ValueError(
-                "an inflow needs a grid open in x (periodic_x = False) and such a grid needs "
-                f"an inflow; got periodic_x = {grid.periodic_x}, inflow = {inflow!r}"
-            )
-        if inflow is not None and forcing is not None and forcing.kind != "none":
-            raise ValueError(
-                f"forcing must be 'none' with an inflow (it sets the flow rate), got "
-                f"{forcing.kind!r}"
-            )
         if outer_wall not in ("no-slip", "slip"):
             raise ValueError(f"outer_wall must be 'no-slip' or 'slip', got {outer_wall!r}")
         self.slip_outer = outer_wall == "slip"
@@ -225,6 +176,8 @@ class CylindricalSolver(PencilSolver):
         self.wall_speed = ((inner - self.rotation) * grid.inner_radius,
                            (outer - self.rotation) * grid.radius)  # fmt: skip
         self.forcing = forcing or Forcing()
+        # No swirl in the inertial frame: u_θ = -Ω r in the frame.
+        self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.transposer = Transposer(decomposition, np.float64)
         self.poisson = PoissonSolver(decomposition, grid, self.transposer, planning=planning)
@@ -254,14 +207,6 @@ class CylindricalSolver(PencilSolver):
         )  # fmt: skip
         rows = np.arange(z_pencil.start[1], z_pencil.stop[1])
         self._theta_implicit = rows < self.core_rows
-        self.inflow = inflow
-        if inflow is not None:
-            pencil = decomposition.pencils["y"]
-            self._owns_inflow = pencil.start[0] == 0
-            self._owns_outflow = pencil.stop[0] == grid.shape[0]
-            self._inflow_u = inflow.axial_profile(grid)[:, None]
-            # No swirl in the inertial frame: -Ω r in the frame.
-            self._inflow_w = -self.rotation * grid.centres_y[:, None]
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -325,48 +270,6 @@ class CylindricalSolver(PencilSolver):
             u[:, 0, :] = -u[:, 1, :]
             w[:, 0, :] = 2.0 * inner - w[:, 1, :]
 
-    def _apply_inflow_and_outflow(self) -> None:
-        """The ghost planes beyond the ends of an open x: the prescribed inflow (``u`` on the
-        inflow face, ``u_r`` and ``u_θ`` by reflection about their inflow values), and zero
-        gradient beyond the outflow (its face ``u`` is an unknown of its own)."""
-        u, q, w = self.u, self.q, self.w
-        if self._owns_inflow:
-            u[0, 1:-1, :] = self._inflow_u
-            q[0] = -q[1]
-            w[0, 1:-1, :] = 2.0 * self._inflow_w - w[1, 1:-1, :]
-        if self._owns_outflow:
-            for field in (u, q, w):
-                field[-1] = field[-2]
-
-    def _exchange_pressure(self) -> None:
-        """Pressure ghosts: the halo, and zero gradient beyond the ends of an open x."""
-        self.halo.exchange(self.p)
-        if self.inflow is not None:
-            if self._owns_inflow:
-                self.p[0] = self.p[1]
-            if self._owns_outflow:
-                self.p[-1] = self.p[-2]
-
-    def _balance_outflow(self) -> None:
-        """Shift the outflow velocity uniformly so the outflow equals the inflow
-        (collective)."""
-        weights = self.grid.volume_weights_y[:, None]
-        local = 0.0
-        if self._owns_outflow:
-            local = float(np.sum(self.u[-2, 1:-1, 1:-1] * weights))
-        outflow = self.decomposition.sum(local) / self.grid.shape[2]
-        if self._owns_outflow:
-            self.u[-2, 1:-1, 1:-1] += self.inflow.velocity - outflow
-
-    def _outflow_terms(self, explicit: np.ndarray, implicit: np.ndarray) -> None:
-        """Replace the axial momentum terms on the outflow face by the convective outflow
-        condition ``∂u/∂t = -U ∂u/∂x`` (explicit, first-order upwind)."""
-        if self._owns_outflow:
-            u = self.u
-            explicit[-1] = -self.inflow.velocity * (u[-2, 1:-1, 1:-1] - u[-3, 1:-1, 1:-1])
-            explicit[-1] /= self.dx
-            implicit[-1] = 0.0
-
     def _axis_vorticity(self):
         """``ω_x`` on the axis per owned x index (None for an annulus) (collective)."""
         if not self.grid.through_axis:
@@ -397,7 +300,9 @@ class CylindricalSolver(PencilSolver):
             explicit[0] += self.forcing.value
         implicit = [self.viscosity * term for term in implicit]
         if self.inflow is not None:
-            self._outflow_terms(explicit[0], implicit[0])
+            self._outflow_terms(explicit[0])
+            if self._owns_outflow:
+                implicit[0][-1] = 0.0
         return explicit, implicit
 
     def _radial_operators(self, alpha_dt: float):
@@ -671,8 +576,8 @@ def _set_initial_condition(config, solver: CylindricalSolver) -> None:
     flow, cylinder = config.flow, config.cylinder
     radius, inner = cylinder.radius, cylinder.inner_radius
     viscosity = flow.viscosity
-    if cylinder.x_boundaries == "inflow-outflow":
-        bulk = cylinder.inflow_velocity
+    if config.grid.x_boundaries == "inflow-outflow":
+        bulk = config.grid.inflow_velocity
     elif flow.forcing == "flow-rate":
         bulk = flow.forcing_value
     elif flow.forcing == "pressure-gradient" and inner == 0:
@@ -690,7 +595,7 @@ def _set_initial_condition(config, solver: CylindricalSolver) -> None:
     elif flow.initial == "inflow":  # the inflow everywhere, at rest in the inertial frame
         if solver.inflow is None:
             raise ConfigError(f"{config.source}: flow.initial = 'inflow' needs "
-                              "cylinder.x_boundaries = 'inflow-outflow'")  # fmt: skip
+                              "grid.x_boundaries = 'inflow-outflow'")  # fmt: skip
         profile = solver.inflow.axial_profile(solver.grid)[None, :, None]
         solver.set_velocity(profile, 0.0, lambda x, r, theta: -cylinder.rotation * r + 0 * x)
     elif flow.initial == "solid-body":  # turning with the outer wall, in the frame

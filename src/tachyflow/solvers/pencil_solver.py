@@ -4,11 +4,44 @@ their phases (the Cartesian :mod:`~tachyflow.solvers.incompressible` and the cyl
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from tachyflow.io.checkpoint import PieceLayout
 from tachyflow.numerics import immersed
 from tachyflow.solvers.base import Solver
+
+INFLOW_PROFILES = ("uniform", "laminar")
+
+
+@dataclass(frozen=True)
+class Inflow:
+    """An open x: ``profile`` (``"uniform"``, or ``"laminar"``: the grid's developed
+    laminar profile) enters at ``x = 0`` with bulk velocity ``velocity``; a convective
+    outflow at ``x = L``."""
+
+    profile: str = "uniform"
+    velocity: float = 1.0
+
+    def __post_init__(self):
+        if self.profile not in INFLOW_PROFILES:
+            raise ValueError(f"inflow profile must be one of {INFLOW_PROFILES}, got "
+                             f"{self.profile!r}")  # fmt: skip
+        if not (math.isfinite(self.velocity) and self.velocity > 0):
+            raise ValueError(f"inflow velocity must be positive, got {self.velocity!r}")
+
+    @classmethod
+    def from_case(cls, config) -> Inflow:
+        """The inflow of ``[grid] inflow_profile`` and ``inflow_velocity``."""
+        return cls(config.grid.inflow_profile, config.grid.inflow_velocity)
+
+    def axial_profile(self, grid) -> np.ndarray:
+        """The streamwise velocity at the cell centres across the flow (y or r), scaled
+        so that its discrete flow rate is exactly ``velocity`` times the cross-section."""
+        shape = np.ones(grid.shape[1]) if self.profile == "uniform" else grid.laminar_profile()
+        return self.velocity * shape / float(np.dot(shape, grid.volume_weights_y))
 
 
 class PencilSolver(Solver):
@@ -24,6 +57,7 @@ class PencilSolver(Solver):
 
     _forcing: tuple = ()
     bodies: tuple = ()
+    inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
 
     def coordinates(self, component: str):
@@ -62,6 +96,76 @@ class PencilSolver(Solver):
             extended(second),
             extended(third, self.grid.spacing_z),
         )
+
+    # -- an open x: inflow and convective outflow ----------------------------------------------
+
+    def _set_up_inflow(self, inflow: Inflow | None, tangential: np.ndarray | float) -> None:
+        """Check and keep the inflow of a grid open in x; ``tangential``: the inflow value
+        of the third velocity component per row across the flow."""
+        grid, decomposition = self.grid, self.decomposition
+        if decomposition.periodic[0] != grid.periodic_x:
+            raise ValueError(
+                f"decomposition periodic in x = {decomposition.periodic[0]} but the grid's "
+                f"periodic_x = {grid.periodic_x}"
+            )
+        if grid.periodic_x != (inflow is None):
+            raise ValueError(
+                "an inflow needs a grid open in x (periodic_x = False) and such a grid needs "
+                f"an inflow; got periodic_x = {grid.periodic_x}, inflow = {inflow!r}"
+            )
+        if inflow is not None and self.forcing.kind != "none":
+            raise ValueError(
+                f"forcing must be 'none' with an inflow (it sets the flow rate), got "
+                f"{self.forcing.kind!r}"
+            )
+        self.inflow = inflow
+        if inflow is None:
+            return
+        pencil = decomposition.pencils["y"]
+        self._owns_inflow = pencil.start[0] == 0
+        self._owns_outflow = pencil.stop[0] == grid.shape[0]
+        self._inflow_u = inflow.axial_profile(grid)[:, None]
+        self._inflow_w = tangential
+
+    def _apply_inflow_and_outflow(self) -> None:
+        """The ghost planes beyond the ends of an open x: the prescribed inflow (u on the
+        inflow face, the other components by reflection about their inflow values), and
+        zero gradient beyond the outflow (its face u is an unknown of its own)."""
+        u, v, w = self.velocity_arrays()
+        if self._owns_inflow:
+            u[0, 1:-1, :] = self._inflow_u
+            v[0] = -v[1]
+            w[0, 1:-1, :] = 2.0 * self._inflow_w - w[1, 1:-1, :]
+        if self._owns_outflow:
+            for field in (u, v, w):
+                field[-1] = field[-2]
+
+    def _exchange_pressure(self) -> None:
+        """Pressure ghosts: the halo, and zero gradient beyond the ends of an open x."""
+        self.halo.exchange(self.p)
+        if self.inflow is not None:
+            if self._owns_inflow:
+                self.p[0] = self.p[1]
+            if self._owns_outflow:
+                self.p[-1] = self.p[-2]
+
+    def _balance_outflow(self) -> None:
+        """Shift the outflow velocity uniformly so the outflow equals the inflow
+        (collective)."""
+        u = self.velocity_arrays()[0]
+        weights = self.grid.volume_weights_y[:, None]
+        local = float(np.sum(u[-2, 1:-1, 1:-1] * weights)) if self._owns_outflow else 0.0
+        outflow = self.decomposition.sum(local) / self.grid.shape[2]
+        if self._owns_outflow:
+            u[-2, 1:-1, 1:-1] += self.inflow.velocity - outflow
+
+    def _outflow_terms(self, explicit: np.ndarray) -> None:
+        """Replace the streamwise momentum terms on the outflow face by the convective
+        outflow condition ``∂u/∂t = -U ∂u/∂x`` (explicit, first-order upwind)."""
+        if self._owns_outflow:
+            u = self.velocity_arrays()[0]
+            explicit[-1] = -self.inflow.velocity * (u[-2, 1:-1, 1:-1] - u[-3, 1:-1, 1:-1])
+            explicit[-1] /= self.dx
 
     def immersed_points(self, component: str) -> immersed.ComponentPoints:
         """Where ``component`` lives on this rank's ghosted piece, in Cartesian
