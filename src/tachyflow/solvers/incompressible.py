@@ -34,7 +34,7 @@ from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.base import register
-from tachyflow.solvers.pencil_solver import PencilSolver
+from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
 # Low-storage RK3 (Spalart, Moser & Rogers 1991): u_k = u_{k-1} + Δt (γ_k H_{k-1} + ρ_k H_{k-2}).
@@ -69,7 +69,10 @@ class IncompressibleSolver(PencilSolver):
     viscosity : float
         Kinematic viscosity ν > 0.
     forcing : Forcing, optional
-        Mean-flow forcing in x.
+        Mean-flow forcing in x (none with an inflow).
+    inflow : Inflow, optional
+        The inflow of a grid open in x (``grid.periodic_x`` false), required there: a
+        convective outflow at the other end.
 
     Notes
     -----
@@ -107,18 +110,23 @@ class IncompressibleSolver(PencilSolver):
         from tachyflow.solvers.initial_conditions import set_initial_condition
 
         grid_config = config.grid
+        open_x = grid_config.x_boundaries == "inflow-outflow"
         grid = StaggeredGrid(
             grid_config.cells,
             grid_config.lengths,
             periodic_y=not grid_config.walls,
             stretching=grid_config.stretching,
+            periodic_x=not open_x,
         )
         proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
         decomposition = PencilDecomposition(
-            grid_config.cells, proc_grid, comm, periodic=(True, not grid_config.walls, True)
+            grid_config.cells, proc_grid, comm, periodic=(not open_x, not grid_config.walls, True)
         )
         forcing = Forcing(config.flow.forcing, config.flow.forcing_value)
-        solver = cls(decomposition, grid, config.flow.viscosity, forcing, planning=planning)
+        inflow = Inflow.from_case(config) if open_x else None
+        solver = cls(
+            decomposition, grid, config.flow.viscosity, forcing, planning=planning, inflow=inflow
+        )
         set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
         return solver
@@ -130,6 +138,7 @@ class IncompressibleSolver(PencilSolver):
         viscosity: float,
         forcing: Forcing | None = None,
         planning: str = "measure",
+        inflow: Inflow | None = None,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -142,6 +151,7 @@ class IncompressibleSolver(PencilSolver):
         self.grid = grid
         self.viscosity = float(viscosity)
         self.forcing = forcing or Forcing()
+        self._set_up_inflow(inflow, 0.0)
         self.walls = not grid.periodic_y
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.poisson = PoissonSolver(decomposition, grid, planning=planning)
@@ -205,6 +215,8 @@ class IncompressibleSolver(PencilSolver):
         """Halo exchange of u, v, w, then the wall conditions on the y ghosts and faces."""
         for field in (self.u, self.v, self.w):
             self.halo.exchange(field)
+        if self.inflow is not None:
+            self._apply_inflow_and_outflow()
         if not self.walls:
             return
         (lower_a, lower_b), (upper_a, upper_b) = self._wall_ghost
@@ -271,6 +283,8 @@ class IncompressibleSolver(PencilSolver):
                 )
         if self.forcing.kind == "pressure-gradient":
             terms[0] += self.forcing.value
+        if self.inflow is not None:
+            self._outflow_terms(terms[0])
         return terms
 
     def _substep(self, dt: float, stage: int) -> None:
@@ -283,6 +297,9 @@ class IncompressibleSolver(PencilSolver):
             increment = stencils.combine(dt * gamma, terms[index], dt * rho, previous)
             field = getattr(self, name)
             at_faces = name == "v"
+            outflow = None
+            if index == 0 and self.inflow is not None and self._owns_outflow:
+                outflow = increment[-1].copy()  # the outflow condition, not diffused
             if self.walls:
                 with self.timer("implicit"):
                     stencils.add_viscous(
@@ -296,6 +313,8 @@ class IncompressibleSolver(PencilSolver):
                         at_faces=at_faces,
                     )
                     self._implicit_operator(at_faces, alpha * dt).solve(increment)
+            if outflow is not None:
+                increment[-1] = outflow
             self.halo.interior(field)[...] += increment
         self._previous = terms
         self._project(alpha * dt)
@@ -305,6 +324,8 @@ class IncompressibleSolver(PencilSolver):
         self._apply_boundaries()
         if self._forcing:
             self._impulse += self._force_bodies()
+        if self.inflow is not None:
+            self._balance_outflow()
         rhs = self._continuity_residual(
             stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
@@ -314,7 +335,7 @@ class IncompressibleSolver(PencilSolver):
         with self.timer("poisson"):
             self.poisson.solve(rhs, out=self._potential)
         self.halo.interior(self.p)[...] = self._potential
-        self.halo.exchange(self.p)
+        self._exchange_pressure()
         stencils.subtract_gradient(
             self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, alpha_dt, self.walls
         )
