@@ -185,6 +185,7 @@ class CylindricalSolver(PencilSolver):
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
         self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self._potential = decomposition.zeros("y")
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -358,29 +359,17 @@ class CylindricalSolver(PencilSolver):
         self._previous = explicit
         self._project(alpha * dt)
 
-    def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
-        """Make the velocity divergence-free; the pressure is the projection potential."""
-        self._apply_boundaries()
-        if self._forcing:
-            self._impulse += self._force_bodies()
-        if self.inflow is not None:
-            self._balance_outflow()
-        rhs = self._continuity_residual(
-            stencils.divergence(
-                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, 1.0 / alpha_dt
-            ),
-            sources=True,
+    def _divergence(self, scale: float = 1.0) -> np.ndarray:
+        """``scale ∇·u`` at the owned cells."""
+        return stencils.divergence(
+            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale
         )
-        with self.timer("poisson"):
-            potential = self.poisson.solve(np.ascontiguousarray(rhs))
-        self.halo.interior(self.p)[...] = potential
-        self._exchange_pressure()
+
+    def _subtract_pressure_gradient(self, factor: float) -> None:
+        """``u -= factor ∇p`` on the owned faces."""
         stencils.subtract_gradient(
-            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, alpha_dt
+            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor
         )
-        if restore_flow_rate and self.forcing.kind == "flow-rate":
-            self._restore_flow_rate(alpha_dt)
-        self._apply_boundaries()
 
     def _restore_flow_rate(self, alpha_dt: float) -> None:
         """Add the uniform axial force that brings the bulk velocity back to its target,
@@ -401,15 +390,6 @@ class CylindricalSolver(PencilSolver):
     def bulk_velocity(self) -> float:
         """Flow rate over the cross-section's area (collective)."""
         return self.volume_average(self.halo.interior(self.u))
-
-    def max_divergence(self) -> float:
-        """Largest |∇·u| over the domain (collective)."""
-        divergence = stencils.divergence(
-            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta
-        )
-        return self.decomposition.maximum(
-            float(np.abs(self._continuity_residual(divergence)).max(initial=0.0))
-        )
 
     def section_pressures(self, positions) -> np.ndarray:
         """Area-averaged pressure over the cross-sections of cells nearest each x in

@@ -319,29 +319,17 @@ class IncompressibleSolver(PencilSolver):
         self._previous = terms
         self._project(alpha * dt)
 
-    def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
-        """Make the velocity divergence-free; the pressure is the projection potential."""
-        self._apply_boundaries()
-        if self._forcing:
-            self._impulse += self._force_bodies()
-        if self.inflow is not None:
-            self._balance_outflow()
-        rhs = self._continuity_residual(
-            stencils.divergence(
-                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=1.0 / alpha_dt
-            ),
-            sources=True,
+    def _divergence(self, scale: float = 1.0) -> np.ndarray:
+        """``scale ∇·u`` at the owned cells."""
+        return stencils.divergence(
+            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=scale
         )
-        with self.timer("poisson"):
-            self.poisson.solve(rhs, out=self._potential)
-        self.halo.interior(self.p)[...] = self._potential
-        self._exchange_pressure()
+
+    def _subtract_pressure_gradient(self, factor: float) -> None:
+        """``u -= factor ∇p`` on the owned faces (not the wall faces)."""
         stencils.subtract_gradient(
-            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, alpha_dt, self.walls
+            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, factor, self.walls
         )
-        if restore_flow_rate and self.forcing.kind == "flow-rate":
-            self._restore_flow_rate(alpha_dt)
-        self._apply_boundaries()
 
     def _restore_flow_rate(self, alpha_dt: float) -> None:
         """Add the uniform body force that brings the bulk velocity back to its target.
@@ -377,11 +365,6 @@ class IncompressibleSolver(PencilSolver):
     def bulk_velocity(self) -> float:
         """Volume-averaged streamwise velocity (collective)."""
         return self.volume_average(self.halo.interior(self.u))
-
-    def max_divergence(self) -> float:
-        """Largest |∇·u| over the domain (collective)."""
-        divergence = stencils.divergence(self.u, self.v, self.w, self.metrics, self.dx, self.dz)
-        return self._max(np.abs(self._continuity_residual(divergence)).max(initial=0.0))
 
     def _convective_rate(self) -> float:
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""

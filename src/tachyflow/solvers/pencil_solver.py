@@ -172,6 +172,14 @@ class PencilSolver(Solver):
         coordinates (for immersed bodies)."""
         raise NotImplementedError
 
+    def _divergence(self, scale: float = 1.0) -> np.ndarray:
+        """``scale ∇·u`` at the owned cells (a new array)."""
+        raise NotImplementedError
+
+    def _subtract_pressure_gradient(self, factor: float) -> None:
+        """``u -= factor ∇p`` on the owned faces."""
+        raise NotImplementedError
+
     def velocity_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ghosted arrays of the three stored velocity components."""
         raise NotImplementedError
@@ -226,6 +234,30 @@ class PencilSolver(Solver):
             if volume > 0:
                 divergence[~self._fluid_cells] = -excess / volume
         return divergence
+
+    def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
+        """Make the velocity divergence-free (collective): boundaries, immersed bodies and
+        the outflow's balance first; the pressure is the projection potential."""
+        self._apply_boundaries()
+        if self._forcing:
+            self._impulse += self._force_bodies()
+        if self.inflow is not None:
+            self._balance_outflow()
+        rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
+        with self.timer("poisson"):
+            self.poisson.solve(np.ascontiguousarray(rhs), out=self._potential)
+        self.halo.interior(self.p)[...] = self._potential
+        self._exchange_pressure()
+        self._subtract_pressure_gradient(alpha_dt)
+        if restore_flow_rate and self.forcing.kind == "flow-rate":
+            self._restore_flow_rate(alpha_dt)
+        self._apply_boundaries()
+
+    def max_divergence(self) -> float:
+        """Largest |∇·u| over the fluid cells (not those with an immersed body's mass
+        source) (collective)."""
+        residual = self._continuity_residual(self._divergence())
+        return self.decomposition.maximum(float(np.abs(residual).max(initial=0.0)))
 
     def _force_bodies(self) -> np.ndarray:
         """Impose the bodies on the owned velocity (refreshing the halos); return this
