@@ -127,6 +127,12 @@ def test_the_fwh_scheme_keys_are_checked_even_with_acoustics_off(text, message):
         config.parse(text, "case.toml")
     second = config.parse("[acoustics]\ntime_order = 2\ninterpolation = 'linear'\n")
     assert (second.acoustics.time_order, second.acoustics.interpolation) == (2, "linear")
+    # The parser's choices are the solver's.
+    from tachyflow.acoustics import fwh
+    from tachyflow.numerics import fwh_kernels
+
+    assert config.INTERPOLATIONS == fwh.INTERPOLATIONS
+    assert config.TIME_ORDERS == fwh_kernels.DERIVATIVE_ORDERS
 
 
 def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch):

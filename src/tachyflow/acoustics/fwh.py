@@ -37,7 +37,9 @@ from tachyflow.parallel import agreement
 # An observer closer than this fraction of a panel's width to the panel centre is on the
 # surface: the one-point panel quadrature of the 1/r and 1/r^2 integrands is meaningless.
 _ON_SURFACE_FRACTION = 0.5
-INTERPOLATIONS = ("linear", "cubic")
+# The kernel of each interpolation between arrivals.
+_KERNELS = {"linear": accumulate_retarded, "cubic": accumulate_retarded_cubic}
+INTERPOLATIONS = tuple(_KERNELS)
 
 
 @dataclass(frozen=True)
@@ -279,8 +281,10 @@ class FWHAccumulator:
     (:meth:`finish`); feeding the whole record at once gives the same numbers. The
     source-time derivatives are the differences of :func:`source_derivative` of the
     solver's ``time_order`` (central inside, one-sided at the two ends), so a step is
-    integrated once the ``time_order / 2`` next ones have arrived; the last
-    ``time_order + 1`` steps are held until :meth:`finish`.
+    integrated once the ``time_order / 2`` next ones have arrived, and the last
+    ``time_order / 2`` at :meth:`finish` (the accumulator keeps ``time_order + 1`` steps).
+    With cubic interpolation it also keeps each (panel, observer) pair's last three
+    arrivals, and :meth:`finish` adds the last interval.
 
     Parameters
     ----------
@@ -394,10 +398,7 @@ class FWHAccumulator:
         solver = self.solver
         order = solver.time_order
         bad = np.full(3, -1, dtype=np.int64)
-        kernel = (
-            accumulate_retarded_cubic if solver.interpolation == "cubic" else (accumulate_retarded)
-        )
-        kernel(
+        _KERNELS[solver.interpolation](
             times[rows],
             positions[rows],
             self.areas,
