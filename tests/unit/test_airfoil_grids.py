@@ -127,10 +127,10 @@ def test_c_grid_quality_of_every_level(rae_family):
 def test_c_grid_wall_spacing_is_the_one_asked(rae_family):
     asked = wall_spacing_for_yplus(6.5e6)
     quality = grid_quality(rae_family[0])
-    assert quality.wall_spacing_max == pytest.approx(asked, rel=1e-3)
+    assert quality.wall_spacing_max == pytest.approx(asked, rel=2e-3)
     assert quality.wall_spacing_min > 0.95 * asked  # marching squeezes concave corners
     spaced = c_grid(naca4("0012"), cells=(64, 16), wake_cells=8, wall_spacing=1e-4)
-    assert grid_quality(spaced).wall_spacing_max == pytest.approx(1e-4, rel=1e-3)
+    assert grid_quality(spaced).wall_spacing_max == pytest.approx(1e-4, rel=2e-3)
 
 
 def test_c_grid_levels_nest(rae_family):

@@ -462,8 +462,10 @@ def c_grid(
     level : int
         0 the grid asked for; 1, 2, ... every 2nd, 4th, ... line of it; -1 twice as fine.
     finest_level : int
-        The family is generated once at this level and every level is a subset of its
-        lines, so levels of calls with the same ``finest_level`` nest exactly.
+        The finest level the family offers. The family is marched once, at this level or
+        finer (at least 512 x 128 cells, so coarse grids do not fold), and every level is
+        a subset of its lines: levels of calls with the same ``cells`` and
+        ``finest_level`` nest exactly.
     smoothing : float
         Implicit smoothing coefficient of the marching (>= 0).
 
@@ -472,8 +474,7 @@ def c_grid(
     StructuredGrid
     """
     ni, nj = _check_cells(cells)
-    refinement = level - finest_level
-    if finest_level > 0 or refinement < 0:
+    if finest_level > 0 or level < finest_level:
         raise ValueError(
             f"level {level} must be >= finest_level {finest_level}, and finest_level <= 0"
         )
@@ -495,7 +496,13 @@ def c_grid(
         wall_spacing = wall_spacing_for_yplus(reynolds, yplus)
     if not 0 < wall_spacing < far_field / nj:
         raise ValueError(f"wall_spacing must be in (0, far_field / nj), got {wall_spacing}")
+    # Marching steps must stay comparable to the spacing along the body or the layers
+    # fold, so the march always runs on at least 512 x 128 cells and coarse grids are
+    # every 2^k-th line of it (which also makes every level nest).
     fine = -finest_level
+    while ni * 2**fine < 512 or nj * 2**fine < 128:
+        fine += 1
+    refinement = level + fine
 
     spline = SurfaceSpline(section)
     lower_length, upper_length = spline.leading_edge, spline.length - spline.leading_edge
@@ -524,7 +531,7 @@ def c_grid(
         reached = _far_field_distance(nodes[:, -1], nodes[wall_nodes, 0])
         if reached >= far_field:
             break
-        distance *= 1.0005 * far_field / reached
+        distance *= 1.002 * far_field / reached
     scale = 2**fine
     grid = StructuredGrid(
         x=np.ascontiguousarray(nodes[..., 0]),
@@ -533,7 +540,14 @@ def c_grid(
         wall=(wake_cells * scale, (ni - wake_cells) * scale),
         name=f"{section.name} C-grid",
     )
-    return grid.coarsened(refinement) if refinement else grid
+    grid = grid.coarsened(refinement) if refinement else grid
+    areas = grid.cell_areas()
+    if not np.all(areas > 0):
+        raise ValueError(
+            f"the marched grid folds ({np.count_nonzero(areas <= 0)} cells of non-positive "
+            f"area): give more cells in j, a larger wall_spacing or more smoothing"
+        )
+    return grid
 
 
 def _far_field_distance(outer: np.ndarray, wall: np.ndarray) -> float:
