@@ -172,4 +172,4 @@ def _draw(grid, path):
             axis.set_ylim(box[2], box[3])
         axis.set_aspect("equal")
         axis.set_title(f"{grid.name}, {grid.cells[0]} x {grid.cells[1]} cells: {title}")
-    return save_figure(figure, path)
+    return save_figure(figure, path, dpi=80)
