@@ -174,3 +174,17 @@ def test_cell_areas_sum_to_the_domain():
     x, y = np.meshgrid([0.0, 1.0, 3.0], [0.0, 2.0], indexing="ij")
     grid = StructuredGrid(x, y, wake_cells=0, wall=(0, 2))
     np.testing.assert_allclose(grid.cell_areas(), [[2.0], [4.0]])
+
+
+def test_c_grid_refuses_a_folded_march(monkeypatch):
+    from tachyflow.numerics import airfoil_grids
+
+    march = airfoil_grids._march
+
+    def folded(curve, heights, smoothing):
+        layers = march(curve, heights, smoothing)
+        return (layers[0], *(curve - (layer - curve) for layer in layers[1:]))  # inward
+
+    monkeypatch.setattr(airfoil_grids, "_march", folded)
+    with pytest.raises(ValueError, match="the marched grid folds"):
+        c_grid(naca4("0012"), cells=(32, 8), wake_cells=8, far_field=3.0)
