@@ -132,6 +132,15 @@ def test_node_pieces_mirror_the_wake_and_agree_with_one_block():
     # Ghost cell (i, -1) across the cut is cell (ni - 1 - i, 0): the same area.
     np.testing.assert_allclose(areas[cut + g, g - 1], areas[ni - 1 - cut + g, g], rtol=1e-12)
     np.testing.assert_allclose(areas[g:-g, g:-g], grid.cell_areas())
+    # An O-grid (periodic in i, no wake): ghost nodes wrap round, the far field extrapolates.
+    angle = np.linspace(0.0, 2 * np.pi, 13)[:, None]
+    radius = np.geomspace(1.0, 8.0, 5)[None, :]
+    ring_x, ring_y = radius * np.cos(angle), radius * np.sin(angle)
+    with StructuredBlocks(MPI.COMM_SELF, 12, 4, g, periodic_i=True) as ring:
+        piece_x, piece_y = ring.node_piece(ring_x, ring_y)
+    np.testing.assert_allclose(piece_x[: g + 1, g:-g], ring_x[-g - 1 :, :], atol=1e-12)
+    np.testing.assert_allclose(piece_y[-g:, g:-g], ring_y[1 : g + 1, :], atol=1e-12)
+    np.testing.assert_allclose(piece_x[g:-g, -1], 3 * ring_x[:, -1] - 2 * ring_x[:, -2])
     # Node pieces read only what they need: a memory map of the global grid will do.
     failures = []
     with tempfile.TemporaryDirectory() as folder:
