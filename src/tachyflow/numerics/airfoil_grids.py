@@ -28,8 +28,8 @@ implicit smoothing of the increment. Why marching rather than algebraic + ellipt
 smoothing: the grid is orthogonal at the wall by construction (the solver's wall flux and
 turbulence model want that), the first spacing is exactly the marching step (so y+ is what
 was asked), the far field comes out at the marched distance everywhere without a prescribed
-outer shape, and each layer is one linear solve, no iteration to converge; a 560 x 128 grid
-takes a few hundredths of a second. Its weakness, lines crowding in concave regions, only
+outer shape, and each layer is one linear solve, no iteration to converge; marching 560 x 128
+cells takes about 0.15 s. Its weakness, lines crowding in concave regions, only
 touches the aft lower surface of the RAE 2822 and the trailing-edge kink, which the
 implicit smoothing handles (see docs/airfoil-grids.md for the quality tables).
 
@@ -37,7 +37,8 @@ Point distributions are Vinokur's tanh stretchings (M. Vinokur, "On one-dimensio
 stretching functions for finite-difference calculations", J. Comput. Phys. 50, 1983):
 two-sided along each surface (leading and trailing edge spacings), one-sided along the
 wake and off the wall. Coarser levels take every other grid line of a master grid
-generated at the finest level of the family, so the levels nest exactly.
+marched at the finest level of the family (at least 512 x 128 cells, so that marching
+steps stay comparable to the spacing along the body), so the levels nest exactly.
 """
 
 from __future__ import annotations
