@@ -152,3 +152,38 @@ def test_bench_networks_input_is_checked():
     assert stages.returncode == 2 and "expected some of" in stages.stderr
     nodes = tachyflow("bench", "networks", "--nodes", "3", "-n", "2")
     assert nodes.returncode == 2 and "at least one rank per node" in nodes.stderr
+
+
+OPEN_MPI = {
+    "TACHYFLOW_MPIEXEC": "/usr/bin/mpiexec.openmpi",
+    "MPI4PY_LIBMPI": "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+}
+
+
+def test_open_mpi_runs_across_the_nodes_over_tcp(cluster_state, tmp_path, monkeypatch):
+    missing = [path for path in OPEN_MPI.values() if not os.path.exists(path)]
+    if missing:
+        pytest.skip(f"Open MPI is not installed here ({', '.join(missing)})")
+    up = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "100Mbit")
+    assert up.returncode == 0, up.stderr
+    for name, value in OPEN_MPI.items():
+        monkeypatch.setenv(name, value)
+    script = tmp_path / "pingpong.py"
+    script.write_text(PINGPONG)
+    from tachyflow import runtime
+
+    launcher = runtime.launcher(2, 2)
+    assert "--mca" in launcher  # Open MPI's mpirun, not Hydra
+    result = subprocess.run(
+        [*launcher, sys.executable, str(script), str(4 * 2**20)],
+        capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_"))},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    bandwidth = float(result.stdout.split()[-1])
+    assert abs(bandwidth / 12.5e6 - 1) < 0.15, bandwidth  # TCP through the shaped link
+    info = tachyflow("info", "-n", "2", "--nodes", "2", "--json", env=OPEN_MPI)
+    assert info.returncode == 0, info.stderr
+    details = json.loads(info.stdout)
+    assert details["mpi_library"].startswith("Open MPI") and "\0" not in details["mpi_library"]
+    assert details["nodes"] == 2 and details["network"] == "100Mbit"
