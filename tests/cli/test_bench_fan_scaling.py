@@ -25,6 +25,7 @@ def test_bench_fan_predicts_the_papers_scales_beside_its_speedups(tmp_path):
         assert series["paper"]["predicted_over_paper"] > 0
     assert scaling["noise"]["A"]["ranks"] == [16, 32, 64, 128]
     assert scaling["noise"]["A"]["paper"]["value"] == 6
+    assert set(scaling["noise"]["C"]["parts"]) == {"flow", "noise"}
     assert set(scaling["type_speedup_over_A"]) == {"B", "C"}
     assert (tmp_path / f"{path.stem}_scaling.png").stat().st_size > 0
     assert "paper 12x" in result.stdout

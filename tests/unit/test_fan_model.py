@@ -2,6 +2,7 @@
 Types' order, bad input (its counts against the solver's: tests/parallel)."""
 
 import itertools
+import json
 
 import pytest
 
@@ -14,7 +15,7 @@ from tachyflow.bench.fan_model import (
     process_grid,
 )
 from tachyflow.models import Hockney
-from tachyflow.models.profiles import profile_source, resolve_profile
+from tachyflow.models.profiles import profile_document, profile_source, resolve_profile
 
 ALPHA, BETA = 1e-6, 1e-9
 
@@ -137,3 +138,25 @@ def test_the_infiniband_qdr_profile_is_typical_values():
     assert model.alpha == pytest.approx(1.7e-6)
     assert model.bandwidth == pytest.approx(3.2e9)
     assert "typical" in profile_source("infiniband-qdr")
+
+
+def test_a_fitted_and_calibrated_profile_file_prices_the_transposes(tmp_path):
+    """A profile JSON of `tachyflow model fit` with an alltoall calibration (measured twice
+    the model's time on 2 ranks) doubles the transposes of the 2×2 grid, nothing else."""
+    document = profile_document(Hockney(ALPHA, BETA, "fitted"), {}, "test")
+    document["calibration"] = {"alltoall": {"2": {"native": [[1, 2.0], [1 << 30, 2.0]]}}}
+    path = tmp_path / "fitted.profile.json"
+    path.write_text(json.dumps(document))
+    traffic = ExchangeTraffic(ranks=4, messages=10, peers=2, value_bytes=100, source_bytes=10)
+    calibrated = FanScalingModel(measured(), path, exchange=traffic).flow_step(64, 4)
+    plain = tiny_model().flow_step(64, 4)
+    assert calibrated["transposes"] == pytest.approx(2 * plain["transposes"])
+    assert calibrated["halos"] == pytest.approx(plain["halos"])
+
+
+def test_a_flow_and_noise_step_is_the_sum_of_its_parts():
+    model = tiny_model()
+    step = model.flow_and_noise_step(64, 40, 4, "C")
+    assert step["flow"] == pytest.approx(model.flow_step(64, 4)["total"])
+    assert step["noise"] == pytest.approx(model.noise_sample(40, 4, "C")["total"])
+    assert step["total"] == pytest.approx(step["flow"] + step["noise"])

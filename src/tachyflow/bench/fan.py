@@ -220,10 +220,11 @@ def plot_scaling(scaling: dict, path) -> Path:
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=8)
     profile = scaling["profile"]
+    bandwidth = f"{1e-9 / profile['beta']:.3g} GB/s" if profile["beta"] else "no per-byte cost"
     figure.suptitle(
-        f"Axial fan scaling model: {profile['name']} profile "
-        f"(α {profile['alpha'] * 1e6:.3g} µs, {1e-9 / profile['beta']:.3g} GB/s), core speed "
-        f"×{scaling['core_speed']:g}, {scaling['ranks_per_link']} rank(s) per link",
+        f"Axial fan scaling model: {profile['name']} profile (α {profile['alpha'] * 1e6:.3g} "
+        f"µs, {bandwidth}), core speed ×{scaling['core_speed']:g}, "
+        f"{scaling['ranks_per_link']} rank(s) per link",
         fontsize=10,
     )
     return save_figure(figure, path)

@@ -329,18 +329,25 @@ class FanScalingModel:
     def _message(self, nbytes: float) -> float:
         return float(self.profile.model.message_time(nbytes))
 
+    def flow_and_noise_step(self, cells: float, sources: float, ranks: int, kind: str):
+        """Seconds of a flow step (``flow``) and a noise sample of Type ``kind``
+        (``noise``) and their ``total`` (ValueError as :meth:`flow_step` and
+        :meth:`noise_sample`)."""
+        flow = self.flow_step(cells, ranks)["total"]
+        noise = self.noise_sample(sources, ranks, kind)["total"]
+        return {"flow": flow, "noise": noise, "total": flow + noise}
+
     def scaling(self) -> dict:
         """The predictions at the paper's scales beside its measured speed-ups (JSON-ready):
         ``flow`` (flow only) and ``noise`` (flow and one noise sample per step, per Type),
-        and the Types' predicted speed-ups over Type A at 64 ranks."""
+        and the Types' predicted speed-ups over Type A at the exchange traffic's ranks."""
         flow, noise = PAPER["flow"], PAPER["noise"]
         document = {"flow": self._series(flow, lambda p: self.flow_step(flow["cells"], p))}
         document["noise"] = {
             kind: self._series(
                 noise,
-                lambda p, kind=kind: (
-                    self.flow_step(noise["cells"], p)["total"]
-                    + self.noise_sample(noise["sources"], p, kind)["total"]
+                lambda p, kind=kind: self.flow_and_noise_step(
+                    noise["cells"], noise["sources"], p, kind
                 ),
             )
             for kind in TYPES
@@ -358,19 +365,23 @@ class FanScalingModel:
         }
         return document
 
-    def _series(self, scale: dict, seconds) -> dict:
+    @staticmethod
+    def _series(scale: dict, seconds) -> dict:
+        """Time per step by part, speed-up over the first rank count, and the paper's
+        measured speed-up beside the predicted one, at ``scale``'s rank counts."""
         ranks = scale["ranks"]
-        times = [seconds(p) for p in ranks]
-        parts = [t if isinstance(t, dict) else {"total": t} for t in times]
+        parts = [seconds(p) for p in ranks]
         totals = [part["total"] for part in parts]
         speedups = [totals[0] / total for total in totals]
         paper = scale["speedup"]
         predicted = speedups[ranks.index(paper["ranks"])]
-        series = {
+        return {
             "cells": scale["cells"],
+            **({"sources": scale["sources"]} if "sources" in scale else {}),
             "ranks": list(ranks),
             "proc_grids": [list(process_grid(p)) for p in ranks],
             "seconds_per_step": totals,
+            "parts": {key: [part[key] for part in parts] for key in parts[0] if key != "total"},
             "speedup": speedups,
             "ideal": [p / ranks[0] for p in ranks],
             "paper": {
@@ -379,13 +390,6 @@ class FanScalingModel:
                 "predicted_over_paper": predicted / paper["value"],
             },
         }
-        if isinstance(times[0], dict):
-            series["parts"] = {
-                key: [part[key] for part in parts] for key in parts[0] if key != "total"
-            }
-        if "sources" in scale:
-            series["sources"] = scale["sources"]
-        return series
 
     def describe(self) -> dict:
         """The model's inputs (JSON-ready)."""
