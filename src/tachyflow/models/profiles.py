@@ -12,6 +12,10 @@ what-if questions:
   figure is not machine-readable; the start-up times used (70, 45 and 9 µs, TCP for the
   Ethernets, GM for Myrinet) are typical values of that hardware and are marked as such in
   each profile's ``source``;
+- ``infiniband-qdr``: the network of Kwon, Park & Choi's Tachyon2 (InfiniBand 4x QDR) in
+  "Optimization of Parallel Code for Noise Prediction in an Axial Fan Using MPI One-Sided
+  Communication"; the paper gives no ping-pong figures, so 1.7 µs and 3.2 GB/s are typical
+  values of that hardware, marked as such in its ``source``;
 - ``shared-memory``: the default for ``algo="auto"`` when no fitted profile exists, of the
   order of an MPI library's intra-node transport (1 µs, 5 GB/s).
 
@@ -72,6 +76,11 @@ _BUILTIN = {
     "fast-ethernet": (70.0, 8.0 / 90.0, "Lee et al.: 90 Mb/s NetPIPE peak; 70 us typical"),
     "gigabit-ethernet": (45.0, 8.0 / 410.0, "Lee et al.: 410 Mb/s NetPIPE peak; 45 us typical"),
     "myrinet-2000": (9.0, 8.0 / 640.0, "Lee et al.: 640 Mb/s NetPIPE peak; 9 us typical"),
+    "infiniband-qdr": (
+        1.7,
+        1.0 / 3200.0,
+        "Kwon, Park & Choi's Tachyon2 (InfiniBand 4x QDR); 1.7 us and 3.2 GB/s typical",
+    ),
     "shared-memory": (1.0, 0.0002, "default: order of an intra-node MPI transport"),
 }
 
