@@ -52,7 +52,7 @@ class _Estimate(Command):
             "--profile",
             default=None,
             help="built-in profile (sp2, t3e, pc-cluster, fast-ethernet, "
-            "gigabit-ethernet, myrinet-2000, shared-memory) or a fitted JSON",
+            "gigabit-ethernet, myrinet-2000, infiniband-qdr, shared-memory) or a fitted JSON",
         )
         parser.add_argument(
             "--segments",
