@@ -101,6 +101,12 @@ def test_a_singular_matrix_is_reported_not_a_crash():
         _, zero, x, _ = solve(grid, 100, 16, matrix=with_zero_column)
         parallel_assert(zero == 45 and x is None, f"{rows}x{cols}: zero pivot at {zero}")
         grid.free()
+    document = run_hpl_benchmark(
+        [100], 16, grids(comm.size)[-1], ["ring", "native"], 2, comm, matrix=with_zero_column
+    )
+    (entry,) = document["results"]
+    parallel_assert(entry["singular"] and entry["zero_pivot_column"] == 45)
+    parallel_assert(not entry["residual_passed"] and entry["gflops"] is None)
 
 
 @pytest.mark.parallel([1, 2, 3])

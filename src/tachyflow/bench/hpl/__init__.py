@@ -9,6 +9,7 @@ N, NB and P × Q. GFLOP/s are HPL's: ``(2/3 N³ + 3/2 N²) / time``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import partial
 
@@ -25,11 +26,16 @@ def hpl_flops(n: int) -> float:
 
 
 def run_hpl_benchmark(
-    sizes, block: int, grid_shape, broadcasts, repeats: int, comm, seed: int = 42
-) -> dict:
+    sizes, block: int, grid_shape, broadcasts, repeats: int, comm, seed: int = 42,
+    matrix=None,
+) -> dict:  # fmt: skip
     """Solve HPL's system for every order in ``sizes`` with every panel broadcast in
     ``broadcasts`` on a ``grid_shape`` = (P, Q) grid of ``comm`` (collective): the
-    results document, one entry per (broadcast, N).
+    results document, one entry per (broadcast, N). ``matrix(rows, columns, out)`` fills
+    a piece of ``[A | b]`` (default: HPL's random matrix number ``seed``).
+
+    A singular matrix is a result, not an error: its entry has ``singular`` true, the
+    column of the first zero pivot, no GFLOP/s and a failed check.
 
     Raises
     ------
@@ -50,7 +56,7 @@ def run_hpl_benchmark(
         raise ValueError(f"broadcasts must be among {sorted(BROADCASTS)}, got {broadcasts!r}")
     rows, cols = grid_shape
     grid = ProcessGrid(comm, rows, cols)
-    matrix = partial(random_block, seed=seed)
+    matrix = matrix or partial(random_block, seed=seed)
     params = {
         "sizes": [int(n) for n in sizes],
         "block": block,
@@ -63,22 +69,28 @@ def run_hpl_benchmark(
     document = new_results("hpl", params, comm)
     try:
         for n in sizes:
-            for broadcast in broadcasts:
-                solver = DistributedLU(grid, n, block, broadcast)
-                samples, checks, zero_pivot = [], [], -1
-                for _ in range(repeats):
-                    solver.generate(matrix)
-                    grid.barrier()
-                    started = MPI.Wtime()
-                    zero_pivot = solver.factor()
-                    x = solver.solve() if zero_pivot < 0 else None
-                    samples.append(comm.allreduce(MPI.Wtime() - started, op=MPI.MAX))
-                    if zero_pivot >= 0:
-                        break
-                    checks.append(solver.residual(matrix, x))
-                document["results"].append(
-                    _entry(n, block, (rows, cols), broadcast, samples, checks, zero_pivot)
-                )
+            solver = DistributedLU(grid, n, block, broadcasts[0])
+            samples = {b: [] for b in broadcasts}
+            checks = {b: [] for b in broadcasts}
+            zero_pivot, measured = -1, broadcasts
+            # Broadcasts interleaved repeat by repeat: a change of load hits them alike.
+            for _, broadcast in itertools.product(range(repeats), broadcasts):
+                solver.broadcast = broadcast
+                solver.generate(matrix)
+                grid.barrier()
+                started = MPI.Wtime()
+                zero_pivot = solver.factor()
+                x = solver.solve() if zero_pivot < 0 else None
+                samples[broadcast].append(comm.allreduce(MPI.Wtime() - started, op=MPI.MAX))
+                if zero_pivot >= 0:  # the same matrix for every broadcast: stop
+                    measured = [broadcast]
+                    break
+                checks[broadcast].append(solver.residual(matrix, x))
+            document["results"] += [
+                _entry(n, block, (rows, cols), b, samples[b], checks[b], zero_pivot)
+                for b in measured
+            ]
+            del solver  # its matrix before the next one's
     finally:
         grid.free()
     return document

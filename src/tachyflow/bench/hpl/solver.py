@@ -135,9 +135,8 @@ class DistributedLU:
             raise ValueError(f"the order N must be a positive integer, got {n!r}")
         if isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 1:
             raise ValueError(f"the block size NB must be a positive integer, got {block!r}")
-        if broadcast not in BROADCASTS:
-            raise ValueError(f"broadcast must be one of {sorted(BROADCASTS)}, got {broadcast!r}")
-        self.grid, self.n, self.block, self.broadcast = grid, int(n), int(block), broadcast
+        self.grid, self.n, self.block = grid, int(n), int(block)
+        self.broadcast = broadcast
         self.rows = BlockCyclic(self.n, self.block, grid.row, grid.rows)
         self.cols = BlockCyclic(self.n + 1, self.block, grid.col, grid.cols)
         self.panels = -(-self.n // self.block)
@@ -145,6 +144,18 @@ class DistributedLU:
         capacity = HEADER + self.block + self.block**2 + self.rows.count * self.block
         self._buffers = (np.empty(capacity), np.empty(capacity))  # panels k and k+1
         self._model = resolve_profile(profile).model
+
+    @property
+    def broadcast(self) -> str:
+        """The panel broadcast (a key of :data:`BROADCASTS`); may be changed between
+        factorisations."""
+        return self._broadcast
+
+    @broadcast.setter
+    def broadcast(self, name: str) -> None:
+        if name not in BROADCASTS:
+            raise ValueError(f"broadcast must be one of {sorted(BROADCASTS)}, got {name!r}")
+        self._broadcast = name
 
     # -- the matrix ------------------------------------------------------------------------
 
