@@ -5,8 +5,9 @@ Rank ``r`` of the communicator sits at grid coordinates ``(row, col) = divmod(r,
 (HPL's row-major process mapping). Global row ``i`` of the matrix lives on process row
 ``(i // nb) % P``, column ``j`` on process column ``(j // nb) % Q``; each process keeps
 its rows and columns in increasing global order (:class:`BlockCyclic`). ``row_comm``
-holds the Q processes of one process row (panels are broadcast along it), ``col_comm``
-the P processes of one process column (pivots are searched and rows swapped within it).
+holds the Q processes of one process row (panels are broadcast along it, by the
+broadcasts of :mod:`tachyflow.collectives`, a room above this one), ``col_comm`` the P
+processes of one process column (pivots are searched and rows swapped within it).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from functools import cached_property
 
 import numpy as np
 from mpi4py import MPI
-
-from tachyflow import collectives
 
 
 class BlockCyclic:
@@ -105,13 +104,6 @@ class ProcessGrid:
             setattr(self, name, None)
 
     # -- along a process row ---------------------------------------------------------------
-
-    def start_row_broadcast(self, buffer: np.ndarray, root: int, algo: str, segments=None):
-        """Start broadcasting ``buffer`` from process column ``root`` along this process
-        row with algorithm ``algo`` of :mod:`tachyflow.collectives` (``native``:
-        ``MPI_Ibcast``); returns the transfer (``test()``, ``wait()``). Collective over
-        the process row, non-blocking."""
-        return collectives.ibcast(self.row_comm, buffer, root, algo, segments)
 
     def reduce_along_row(self, values: np.ndarray, root: int) -> np.ndarray | None:
         """Sum ``values`` over the process row into process column ``root`` (collective

@@ -213,7 +213,7 @@ class DistributedLU:
         )
         if segments is not None:
             segments = max(1, min(segments, buffer.size))
-        transfer = self.grid.start_row_broadcast(buffer, root, algorithm, segments)
+        transfer = collectives.ibcast(self.grid.row_comm, buffer, root, algorithm, segments)
         return _PendingPanel(transfer, buffer, k, first, width)
 
     def _factor_panel(self, block: np.ndarray, first: int):
