@@ -106,8 +106,8 @@ class _PendingPanel:
 
 
 class DistributedLU:
-    """HPL's ``N × (N+1)`` augmented system on a process grid: generate, factor, solve,
-    check. Every method is collective over the grid.
+    """HPL's ``N × (N+1)`` augmented system on a process grid: generate (local), factor,
+    solve and check (collective over the grid).
 
     Parameters
     ----------
@@ -304,7 +304,9 @@ class DistributedLU:
         overwritten) and every norm reduced over the grid (collective)."""
         own_x = self.cols.first_local(self.n)
         a = matrix(self.rows.indices, self.cols.indices[:own_x], out=self.a[:, :own_x])
-        b = matrix(self.rows.indices, np.array([self.n]))[:, 0]
+        b = np.empty((self.rows.count, 1), order="F")
+        matrix(self.rows.indices, np.array([self.n]), out=b)
+        b = b[:, 0]
         product = self.grid.sum_along_row(a @ x)
         row_sums = np.zeros(self.rows.count)
         for start in range(0, own_x, self.block):
