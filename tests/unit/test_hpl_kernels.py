@@ -153,3 +153,43 @@ def test_block_cyclic_refuses_bad_layouts():
         BlockCyclic(10, 0, 0, 2)
     with pytest.raises(ValueError, match="coordinate"):
         BlockCyclic(10, 2, 2, 2)
+
+
+def test_command_offers_exactly_the_solver_broadcasts():
+    from tachyflow.bench.hpl.solver import BROADCASTS
+    from tachyflow.commands.bench.hpl import BROADCAST_CHOICES, default_grid
+
+    assert set(BROADCAST_CHOICES) == set(BROADCASTS)
+    assert [default_grid(r) for r in (1, 2, 3, 4, 6, 12)] == [
+        (1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (3, 4)
+    ]  # fmt: skip
+
+
+HPCC_OUTPUT = """Begin of HPL section.
+================================================================================
+T/V                N    NB     P     Q               Time                 Gflops
+--------------------------------------------------------------------------------
+WR11C2R4        3000   192     1     2              10.01              1.800e+00
+--------------------------------------------------------------------------------
+||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=        0.0036002 ...... PASSED
+================================================================================
+WR11C2R4         500   192     1     2               0.02              3.562e+00
+--------------------------------------------------------------------------------
+||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=       17.1234 ...... FAILED
+================================================================================
+End of HPL section.
+WR11C2R4        9999   192     1     2               1.00              9.000e+00
+"""
+
+
+def test_hpcc_input_and_output_are_read_as_hpl_writes_them():
+    from tachyflow.bench.hpl.peer import input_file, parse_output
+
+    text = input_file([3000, 500], 192, 1, 2).splitlines()
+    assert text[4].split()[0] == "2" and text[5].split()[:2] == ["3000", "500"]
+    assert text[7].split()[0] == "192" and text[10].split()[0] == "1"
+    assert text[11].split()[0] == "2" and "DEPTHs" in text[24]
+    first, second = parse_output(HPCC_OUTPUT)  # the line after the section is not HPL's
+    assert first == {"n": 3000, "nb": 192, "proc_grid": [1, 2], "median": 10.01,
+                     "gflops": 1.8, "residual": 0.0036002, "residual_passed": True}  # fmt: skip
+    assert second["n"] == 500 and second["residual_passed"] is False
