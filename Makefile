@@ -48,11 +48,19 @@ $(VENV)/.installed-browser: | $(BIN)/python
 	    -y -qq --no-install-recommends chromium chromium-driver)
 	touch $@
 
+# Debian's Open MPI: the emulated cluster is tested with it as well as with the mpich wheel
+# (tests/cli/test_cluster.py; mpi4py loads it through MPI4PY_LIBMPI).
+$(VENV)/.installed-openmpi: | $(BIN)/python
+	dpkg -s openmpi-bin >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq --no-install-recommends openmpi-bin)
+	touch $@
+
 demo: install
 	$(BIN)/tachyflow info
 	$(BIN)/tachyflow run channel -n $(RANKS) -o demo-results/channel
 
-test: install $(VENV)/.installed-browser
+test: install $(VENV)/.installed-browser $(VENV)/.installed-openmpi
 	$(BIN)/python -m pytest
 
 # Checks too long for `make test` (and those needing peers such as PETSc).

@@ -222,9 +222,28 @@ def status() -> dict:
     return report
 
 
+def mpiexec_flavour(mpiexec: str) -> str:
+    """``"hydra"`` (MPICH and its derivatives) or ``"open-mpi"``, from ``mpiexec --version``."""
+    try:
+        text = subprocess.run(
+            [mpiexec, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ClusterError(f"cannot run {mpiexec} --version: {error}") from None
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "open-mpi"
+    if "HYDRA" in text:
+        return "hydra"
+    raise ClusterError(
+        f"{mpiexec}: neither MPICH's Hydra nor Open MPI's mpirun (its --version says "
+        f"{text.strip()[:80]!r}); the emulated cluster knows how to start those two"
+    )
+
+
 def launch_command(ranks: int, nodes: int) -> list[str]:
     """The mpiexec command (without the program) that starts ``ranks`` ranks on the first
-    ``nodes`` emulated nodes, in blocks, over TCP."""
+    ``nodes`` emulated nodes, in blocks, over TCP (MPICH's Hydra or Open MPI's mpirun,
+    whichever :func:`tachyflow.runtime.find_mpiexec` finds)."""
     state = read_state()
     if state is None or _namespaces() != state.namespaces:
         raise ClusterError(
@@ -237,16 +256,37 @@ def launch_command(ranks: int, nodes: int) -> list[str]:
         raise ClusterError(f"--nodes {nodes} needs at least {nodes} ranks, got -n {ranks}")
     from tachyflow.runtime import find_mpiexec
 
+    mpiexec = find_mpiexec()
     per_node = -(-ranks // nodes)
+    environment = {
+        "TACHYFLOW_NETWORK": state.bandwidth or "unshaped",
+        "TACHYFLOW_PLACEMENT": "block",
+    }
+    enter = ["ip", "netns", "exec", state.namespaces[0], mpiexec]
+    if mpiexec_flavour(mpiexec) == "open-mpi":
+        # TCP only (ob1 + tcp, no shared memory between namespaces), on the bridge's subnet,
+        # the agent entering the namespaces as ssh would; no binding: every node would
+        # otherwise pin its rank to core 0 of the one machine.
+        subnet = f"{SUBNET}.0/24"
+        command = [
+            *enter, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+            "--mca", "plm_rsh_agent", state.launcher, "--mca", "pml", "ob1",
+            "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
+            "--mca", "oob_tcp_if_include", subnet,
+            "--host", ",".join(f"{a}:{per_node}" for a in state.addresses[:nodes]),
+            "--map-by", f"ppr:{per_node}:node",
+        ]  # fmt: skip
+        for name in ("MPI4PY_LIBMPI", "PYTHONPATH"):
+            if name in os.environ:
+                command += ["-x", name]
+        for name, value in environment.items():
+            command += ["-x", f"{name}={value}"]
+        return [*command, "-n", str(ranks)]
     command = [
-        "ip", "netns", "exec", state.namespaces[0], find_mpiexec(),
-        "-launcher", "ssh", "-launcher-exec", state.launcher,
+        *enter, "-launcher", "ssh", "-launcher-exec", state.launcher,
         "-hosts", ",".join(state.addresses[:nodes]), "-localhost", state.addresses[0],
         "-ppn", str(per_node),
     ]  # fmt: skip
-    for name, value in TCP_ENVIRONMENT.items():
+    for name, value in {**TCP_ENVIRONMENT, **environment}.items():
         command += ["-genv", name, value]
-    command += ["-genv", "TACHYFLOW_NETWORK", state.bandwidth or "unshaped"]
-    command += ["-genv", "TACHYFLOW_PLACEMENT", "block"]
-    command += ["-n", str(ranks)]
-    return command
+    return [*command, "-n", str(ranks)]

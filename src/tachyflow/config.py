@@ -27,6 +27,8 @@ INFLOW_PROFILES = ("uniform", "laminar")
 SURFACES = ("none", "sphere", "box", "cylinder", "mesh", "blades")
 EXCHANGES = ("auto", "two-sided", "put", "aggregated-put", "source-put")
 SYNCS = ("auto", "lock", "fence", "pscw")
+TIME_ORDERS = (2, 4)  # FW-H source-time derivatives: 3- or 5-step stencils
+INTERPOLATIONS = ("linear", "cubic")  # FW-H signals between arrivals, in observer time
 PLANES = ("xy", "xz", "yz")
 MODES = ("insitu", "transit")
 QUEUE_FULL_POLICIES = ("Block", "Discard")
@@ -223,7 +225,10 @@ class AcousticsSection:
     ``radius``, ``length``, ``panels``), a ``box`` (``lower``, ``upper``, ``spacing``), a
     surface ``mesh`` file read with meshio, or the ``blades`` of a ``fan-rotor`` body
     (solid, rotating: see :mod:`tachyflow.acoustics.rotor`). Observers are points and/or
-    an arc (as in the observers file of ``tachyflow acoustics``).
+    an arc (as in the observers file of ``tachyflow acoustics``). ``time_order`` (4 or 2)
+    and ``interpolation`` (``cubic`` or ``linear``) choose the FW-H scheme's order: the
+    fourth-order default's relative error at 64 steps per period is about 5e-6, the
+    second order's 2.4e-3 (docs/acoustics-verification.md).
     """
 
     surface: str = "none"
@@ -244,6 +249,8 @@ class AcousticsSection:
     rho0: float = 1.0
     p0: float = 0.0
     samples: int = 1024
+    time_order: int = 4
+    interpolation: str = "cubic"
     duration: float = 0.0  # simulated time the record covers; 0: steps x dt
     observers: tuple[tuple[float, float, float], ...] = ()
     arc_radius: float = 0.0  # 0: no arc
@@ -278,12 +285,15 @@ class ArcTable:
 @dataclass(frozen=True)
 class ObserversFile:
     """The observers file of ``tachyflow acoustics``: the medium and the observers, with the
-    same keys' defaults as ``[acoustics]`` (one schema: ``c0``, ``rho0``, ``samples``)."""
+    same keys' defaults as ``[acoustics]`` (one schema: ``c0``, ``rho0``, ``samples``,
+    ``time_order``, ``interpolation``)."""
 
     c0: float = AcousticsSection.c0
     rho0: float = AcousticsSection.rho0
     permeable: bool = False
     samples: int = AcousticsSection.samples
+    time_order: int = AcousticsSection.time_order
+    interpolation: str = AcousticsSection.interpolation
     observer: tuple[ObserverPoint, ...] = ()
     arc: ArcTable = field(default_factory=ArcTable)
 
@@ -303,6 +313,7 @@ def parse_observers(text: str, source: str) -> ObserversFile:
     require(observers.c0 > 0, "c0", "positive", observers.c0)
     require(observers.rho0 > 0, "rho0", "positive", observers.rho0)
     require(observers.samples >= 8, "samples", ">= 8", observers.samples)
+    _validate_scheme(observers, "", require)
     for index, point in enumerate(observers.observer):
         require(all(math.isfinite(v) for v in point.position), f"observer[{index}].position",
                 "[x, y, z]", point.position)  # fmt: skip
@@ -653,10 +664,19 @@ def _validate_pressure(pressure: PressureSection, require) -> None:
             "'p2p' or 'neighborhood'", pressure.halo)  # fmt: skip
 
 
+def _validate_scheme(table, prefix: str, require) -> None:
+    """The FW-H scheme's keys of ``[acoustics]`` or an observers file."""
+    require(table.time_order in TIME_ORDERS, f"{prefix}time_order", f"one of {TIME_ORDERS}",
+            table.time_order)  # fmt: skip
+    require(table.interpolation in INTERPOLATIONS, f"{prefix}interpolation",
+            f"one of {INTERPOLATIONS}", table.interpolation)  # fmt: skip
+
+
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:
     require(acoustics.surface in SURFACES, "acoustics.surface", f"one of {SURFACES}",
             acoustics.surface)  # fmt: skip
     require(acoustics.start_step >= 0, "acoustics.start_step", ">= 0", acoustics.start_step)
+    _validate_scheme(acoustics, "acoustics.", require)
     if acoustics.surface == "none":
         return
     for key in ("radius", "length", "spacing", "c0", "rho0"):

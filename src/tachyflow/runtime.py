@@ -146,7 +146,7 @@ def mpi_info(comm) -> dict:
     nodes = Counter(comm.allgather((MPI.Get_processor_name(), namespace)))
     spread = len(nodes) > 1
     return {
-        "library": MPI.Get_library_version().strip().splitlines()[0],
+        "library": MPI.Get_library_version().replace("\0", "").strip().splitlines()[0],
         "standard": "{}.{}".format(*MPI.Get_version()),
         "ranks": comm.Get_size(),
         "nodes": len(nodes),

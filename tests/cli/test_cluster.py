@@ -99,3 +99,91 @@ def test_cluster_input_is_checked(cluster_state):
     assert missing.returncode == 2 and "no emulated cluster is up" in missing.stderr
     no_ranks = tachyflow("info", "--nodes", "2")
     assert no_ranks.returncode == 2 and "--nodes needs -n" in no_ranks.stderr
+
+
+def _networks(networks: str, out) -> dict:
+    """``bench networks --stages pingpong --quick`` on ``networks``; its document."""
+    result = tachyflow(
+        "bench", "networks", "--networks", networks, "--stages", "pingpong", "--quick",
+        "-o", str(out), timeout=600, env={"MPIEXEC_TIMEOUT": "300"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    document = json.loads((out / "networks_2ranks_2nodes.json").read_text())
+    assert (out / "networks_2ranks_2nodes.png").stat().st_size > 0
+    assert (out / "report.html").is_file()
+    assert set(document["paper_profiles"]) == {
+        "fast-ethernet", "gigabit-ethernet", "myrinet-2000"
+    }  # fmt: skip
+    # The cluster the benchmark brought up is gone.
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "tachyflow-node" not in listed
+    return document
+
+
+@pytest.mark.timeout(600)
+def test_bench_networks_puts_tcp_between_nodes_beside_shared_memory(cluster_state, tmp_path):
+    document = _networks("shared-memory,unshaped", tmp_path / "networks")
+    by_network = {summary["network"]: summary for summary in document["networks"]}
+    assert set(by_network) == {"shared-memory", "unshaped"}
+    assert by_network["unshaped"]["mpi"]["nodes"] == 2
+    assert by_network["shared-memory"]["mpi"]["nodes"] == 1
+    tcp = [e for e in document["results"] if e["network"] == "unshaped"]
+    assert tcp and all("slowdown_vs_shared_memory" in e for e in tcp)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_bench_networks_measures_the_shaped_bandwidth(cluster_state, tmp_path):
+    document = _networks("shared-memory,100Mbit", tmp_path / "networks")
+    by_network = {summary["network"]: summary for summary in document["networks"]}
+    # The fitted bandwidth is about the shaped link's (fitted to messages of 64 KiB at most,
+    # which HTB's burst lets through a little faster); shared memory is far faster.
+    fitted = by_network["100Mbit"]["fit"]["bandwidth"]
+    assert 0.5 < fitted / 12.5e6 < 2.0, fitted
+    assert by_network["shared-memory"]["fit"]["bandwidth"] > 5 * fitted
+    slow = [e for e in document["results"] if e["network"] == "100Mbit"]
+    assert slow and all(e["slowdown_vs_shared_memory"] > 1 for e in slow)
+
+
+def test_bench_networks_input_is_checked():
+    bad = tachyflow("bench", "networks", "--networks", "shared-memory,fast")
+    assert bad.returncode == 2 and "expected a rate such as 100Mbit" in bad.stderr
+    stages = tachyflow("bench", "networks", "--stages", "pingpong,hpl-ish")
+    assert stages.returncode == 2 and "expected some of" in stages.stderr
+    nodes = tachyflow("bench", "networks", "--nodes", "3", "-n", "2")
+    assert nodes.returncode == 2 and "at least one rank per node" in nodes.stderr
+
+
+OPEN_MPI = {
+    "TACHYFLOW_MPIEXEC": "/usr/bin/mpiexec.openmpi",
+    "MPI4PY_LIBMPI": "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+}
+
+
+def test_open_mpi_runs_across_the_nodes_over_tcp(cluster_state, tmp_path, monkeypatch):
+    missing = [path for path in OPEN_MPI.values() if not os.path.exists(path)]
+    if missing:
+        pytest.skip(f"Open MPI is not installed here ({', '.join(missing)})")
+    up = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "100Mbit")
+    assert up.returncode == 0, up.stderr
+    for name, value in OPEN_MPI.items():
+        monkeypatch.setenv(name, value)
+    script = tmp_path / "pingpong.py"
+    script.write_text(PINGPONG)
+    from tachyflow import runtime
+
+    launcher = runtime.launcher(2, 2)
+    assert "--mca" in launcher  # Open MPI's mpirun, not Hydra
+    result = subprocess.run(
+        [*launcher, sys.executable, str(script), str(4 * 2**20)],
+        capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_"))},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    bandwidth = float(result.stdout.split()[-1])
+    assert abs(bandwidth / 12.5e6 - 1) < 0.15, bandwidth  # TCP through the shaped link
+    info = tachyflow("info", "-n", "2", "--nodes", "2", "--json", env=OPEN_MPI)
+    assert info.returncode == 0, info.stderr
+    details = json.loads(info.stdout)
+    assert details["mpi_library"].startswith("Open MPI") and "\0" not in details["mpi_library"]
+    assert details["nodes"] == 2 and details["network"] == "100Mbit"

@@ -92,6 +92,8 @@ def test_the_solver_is_named_by_the_case_and_checked():
         ("[arc]\nradius = 2.0\nplane = 'ab'\n", r"'arc\.plane' must be one of"),
         ("[arc]\nradius = 2.0\nspokes = 3\n", r"unknown key 'arc\.spokes'"),
         ("samples = 4\n[arc]\nradius = 2.0\n", "'samples' must be >= 8"),
+        ("time_order = 3\n[arc]\nradius = 2.0\n", r"'time_order' must be one of \(2, 4\)"),
+        ("interpolation = 'spline'\n[arc]\nradius = 2.0\n", "'interpolation' must be one of"),
         ("c0 = 340.0\n", "at least one"),
     ],
 )
@@ -107,6 +109,30 @@ def test_observers_files_and_the_acoustics_section_share_their_defaults():
         section.c0, section.rho0, section.samples,
     )  # fmt: skip
     assert observers.observer[0].position == (1.0, 2.0, 3.0) and not observers.permeable
+    assert (observers.time_order, observers.interpolation) == (4, "cubic")
+    assert (section.time_order, section.interpolation) == (4, "cubic")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[acoustics]\ntime_order = 6\n", r"'acoustics\.time_order' must be one of \(2, 4\)"),
+        ("[acoustics]\ntime_order = 'high'\n", r"'acoustics\.time_order' must be int"),
+        ("[acoustics]\ninterpolation = 'spline'\n", r"'acoustics\.interpolation' must be one"),
+        ("[acoustics]\nderivative_order = 4\n", r"unknown key 'acoustics\.derivative_order'"),
+    ],
+)
+def test_the_fwh_scheme_keys_are_checked_even_with_acoustics_off(text, message):
+    with pytest.raises(ConfigError, match=message):
+        config.parse(text, "case.toml")
+    second = config.parse("[acoustics]\ntime_order = 2\ninterpolation = 'linear'\n")
+    assert (second.acoustics.time_order, second.acoustics.interpolation) == (2, "linear")
+    # The parser's choices are the solver's.
+    from tachyflow.acoustics import fwh
+    from tachyflow.numerics import fwh_kernels
+
+    assert config.INTERPOLATIONS == fwh.INTERPOLATIONS
+    assert config.TIME_ORDERS == fwh_kernels.DERIVATIVE_ORDERS
 
 
 def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch):

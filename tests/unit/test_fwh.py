@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tachyflow.acoustics import FWHSolver
+from tachyflow.numerics.fwh_kernels import source_derivative
 
 C0, RHO0 = 340.0, 1.225
 
@@ -95,7 +96,16 @@ def uniform_path(speed):
     return path
 
 
-def carried_sphere_case(field, path, times, observers, radius, n_theta, n_phi, nodes="midpoint"):
+# The two schemes: 3-step derivatives with linear interpolation between arrivals, and
+# 5-step derivatives with cubic interpolation (the default).
+SECOND_ORDER = {"time_order": 2, "interpolation": "linear"}
+FOURTH_ORDER = {"time_order": 4, "interpolation": "cubic"}
+SCHEMES = {2: SECOND_ORDER, 4: FOURTH_ORDER}
+
+
+def carried_sphere_case(
+    field, path, times, observers, radius, n_theta, n_phi, nodes="midpoint", scheme=FOURTH_ORDER
+):
     """FW-H signals of a permeable sphere carried along ``path`` around a point source.
 
     ``field(x, t)`` gives the exact p', u and the source's emission time; ``path(tau)`` the
@@ -112,7 +122,7 @@ def carried_sphere_case(field, path, times, observers, radius, n_theta, n_phi, n
     pressure, flow, _ = field(positions, times[:, None])
     reach = np.linalg.norm(observers, axis=1).max() + np.linalg.norm(centre, axis=1).max()
     observer_times = np.arange(times[0], times[-1] + (reach + radius) / C0, times[1] - times[0])
-    solver = FWHSolver(observers, observer_times, c0=C0, rho0=RHO0, permeable=True)
+    solver = FWHSolver(observers, observer_times, c0=C0, rho0=RHO0, permeable=True, **scheme)
     signals = solver.solve(
         times,
         positions,
@@ -133,7 +143,14 @@ PULSE_TIMES = np.arange(0.0, 12.0 * WIDTH, WIDTH / 40.0)
 
 
 def moving_monopole_case(
-    speed, observers, n_theta, n_phi, strength=STRENGTH, times=PULSE_TIMES, nodes="midpoint"
+    speed,
+    observers,
+    n_theta,
+    n_phi,
+    strength=STRENGTH,
+    times=PULSE_TIMES,
+    nodes="midpoint",
+    scheme=FOURTH_ORDER,
 ):
     """The sphere of radius 1 carried with a monopole moving at ``speed`` along x."""
 
@@ -141,7 +158,7 @@ def moving_monopole_case(
         return monopole_field(x, t, speed, strength)
 
     return carried_sphere_case(
-        field, uniform_path(speed), times, observers, 1.0, n_theta, n_phi, nodes
+        field, uniform_path(speed), times, observers, 1.0, n_theta, n_phi, nodes, scheme
     )
 
 
@@ -297,27 +314,36 @@ def test_stationary_pulsating_monopole_matches_within_one_percent_and_converges(
     assert max(relative_errors(fine.thickness, exact, covered)) > 0.1
 
 
-# The issue asks for a relative L2 error <= 1e-3 at 64 source steps per period. The scheme's
-# time error for a harmonic sampled every dtau is (w dtau)^2 / 4 (see time_error): 2.4e-3 at
-# 64 steps, so the 1e-3 is met from about 100 steps. The harmonic cases therefore run at 64
-# steps, held to the predicted time error (the surface, the physics and the motion terms
-# adding less than 15 % to it), and at 128 steps, held to the issue's 1e-3.
+# The issue asks for a relative L2 error <= 1e-3 at 64 source steps per period. The
+# second-order scheme's time error for a harmonic sampled every dtau is (w dtau)^2 / 4 (see
+# time_error): 2.4e-3 at 64 steps, so it meets the 1e-3 from about 100 steps; the
+# fourth-order scheme's, 7 (w dtau)^4 / 144, is 4.5e-6 at 64 steps. The harmonic cases run
+# both at 64 and 128 steps. The second-order one is held to the predicted time error at 64
+# (the surface, the physics and the motion terms adding less than 15 % to it) and to the
+# issue's 1e-3 at 128; the fourth-order one to 1.15 times its time error plus the surface's
+# quadrature error (below 1e-5 with these Gauss panels), far inside the 1e-3, at both.
 ISSUE_BOUND = 1e-3
+SURFACE_ERROR = 1e-5
 SURFACE = dict(radius=0.5, n_theta=8, n_phi=16, nodes="gauss")
 FIXED_OBSERVERS = np.array(
     [[1.5, 0.0, 0.0], [0.0, 0.0, 3.0], [-2.0, 1.5, 0.5], [20.0, 25.0, 30.0], [0.0, -60.0, 10.0]]
 )
 
 
-def time_error(per_period):
-    """Leading relative error of the scheme for a harmonic sampled per_period times a period.
+def time_error(per_period, order):
+    """Leading relative error of a scheme for a harmonic sampled per_period times a period.
 
-    The 3-point central derivative scales a harmonic by ``sin(w dtau) / (w dtau) ~ 1 -
-    (w dtau)^2 / 6``; interpolating linearly between arrivals at a fraction s of a step scales
-    it by ``1 - s (1 - s) (w dtau)^2 / 2``, ``1 - (w dtau)^2 / 12`` over the panels' spread of
-    s. The far field consists of the differentiated terms alone, so it has both.
+    Second order: the 3-point central derivative scales a harmonic by ``sin(w dtau) /
+    (w dtau) ~ 1 - (w dtau)^2 / 6``; interpolating linearly between arrivals at a fraction s
+    of a step scales it by ``1 - s (1 - s) (w dtau)^2 / 2``, ``1 - (w dtau)^2 / 12`` over the
+    panels' spread of s. The far field consists of the differentiated terms alone, so it has
+    both. Fourth order: the 5-point derivative scales it by ``(8 sin x - sin 2x) / 6x ~ 1 -
+    x^4 / 30`` (``x = w dtau``), the cubic through the arrivals -1, 0, 1, 2 at s by ``1 -
+    (s + 1) s (1 - s) (2 - s) x^4 / 24``, ``1 - 11 x^4 / 720`` over s; together
+    ``7 x^4 / 144``.
     """
-    return (2.0 * np.pi / per_period) ** 2 / 4.0
+    x = 2.0 * np.pi / per_period
+    return x**2 / 4.0 if order == 2 else 7.0 * x**4 / 144.0
 
 
 def harmonic_errors(signals, exact, covered, per_period):
@@ -326,8 +352,13 @@ def harmonic_errors(signals, exact, covered, per_period):
     return relative_l2(signals.pressure, exact, covered)
 
 
-def harmonic_bound(per_period):
-    return ISSUE_BOUND if per_period >= 128 else 1.15 * time_error(per_period)
+def harmonic_bound(per_period, order):
+    if order == 4:
+        return 1.15 * time_error(per_period, 4) + SURFACE_ERROR
+    return ISSUE_BOUND if per_period >= 128 else 1.15 * time_error(per_period, 2)
+
+
+HARMONIC_CASES = [(n, order) for order in (2, 4) for n in (64, 128)]
 
 
 def test_pulsating_sphere_field_is_the_issue_closed_form():
@@ -349,28 +380,29 @@ def test_pulsating_sphere_field_is_the_issue_closed_form():
     )
 
 
-@pytest.mark.parametrize("per_period", [64, 128])
-def test_pulsating_sphere_through_permeable_sphere(per_period):
+@pytest.mark.parametrize(("per_period", "order"), HARMONIC_CASES)
+def test_pulsating_sphere_through_permeable_sphere(per_period, order):
     times = harmonic_times(per_period)
     signals, exact, covered = carried_sphere_case(
-        pulsating_sphere_field, static, times, FIXED_OBSERVERS, **SURFACE
+        pulsating_sphere_field, static, times, FIXED_OBSERVERS, **SURFACE, scheme=SCHEMES[order]
     )
     # The reference is the issue's formula itself, not the potential that fed the surface.
     distances = np.linalg.norm(FIXED_OBSERVERS, axis=1)[:, None]
     exact = pulsating_sphere_pressure(distances, signals.times[None, :])
     errors = harmonic_errors(signals, exact, covered, per_period)
-    print("pulsating sphere", per_period, errors, time_error(per_period))
-    assert max(errors) <= harmonic_bound(per_period), errors
+    print("pulsating sphere", per_period, order, errors, time_error(per_period, order))
+    assert max(errors) <= harmonic_bound(per_period, order), errors
 
 
-@pytest.mark.parametrize("per_period", [64, 128])
-def test_harmonic_dipole_through_permeable_sphere(per_period):
+@pytest.mark.parametrize(("per_period", "order"), HARMONIC_CASES)
+def test_harmonic_dipole_through_permeable_sphere(per_period, order):
     signals, exact, covered = carried_sphere_case(
-        dipole_field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE
-    )
+        dipole_field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE,
+        scheme=SCHEMES[order],
+    )  # fmt: skip
     errors = harmonic_errors(signals, exact, covered, per_period)
-    print("dipole", per_period, errors, time_error(per_period))
-    assert max(errors) <= harmonic_bound(per_period), errors
+    print("dipole", per_period, order, errors, time_error(per_period, order))
+    assert max(errors) <= harmonic_bound(per_period, order), errors
     # On a permeable surface both terms carry the field (u_n feeds the thickness term too):
     # the comparison tests their sum, neither alone is near.
     for part in (signals.thickness, signals.loading):
@@ -378,30 +410,34 @@ def test_harmonic_dipole_through_permeable_sphere(per_period):
 
 
 @pytest.mark.parametrize("field", [pulsating_sphere_field, dipole_field])
-def test_time_refinement_converges_at_second_order(field):
+@pytest.mark.parametrize(("order", "least_ratio"), [(2, 3.5), (4, 12.0)])
+def test_time_refinement_converges_at_the_scheme_order(field, order, least_ratio):
     # On a fixed surface whose quadrature error is negligible, halving the step divides the
-    # error by 4; 3.5 leaves room for the surface error and the spread of interpolation phases.
+    # error by 2^order (4 or 16); 3.5 and 12 leave room for the surface error and the spread
+    # of interpolation phases.
     errors = []
     for per_period in (16, 32, 64):
         case = carried_sphere_case(
-            field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE
-        )
+            field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE,
+            scheme=SCHEMES[order],
+        )  # fmt: skip
         errors.append(max(harmonic_errors(*case, per_period)))
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
-    print("refinement", errors, ratios, np.log2(ratios))
-    assert np.all(ratios >= 3.5), (errors, ratios)
+    print("refinement", order, errors, ratios, np.log2(ratios))
+    assert np.all(ratios >= least_ratio), (errors, ratios)
 
 
-@pytest.mark.parametrize("per_period", [64, 128])
-def test_convected_harmonic_monopole_at_mach_03(per_period):
+@pytest.mark.parametrize(("per_period", "order"), HARMONIC_CASES)
+def test_convected_harmonic_monopole_at_mach_03(per_period, order):
     # Ahead, behind, to the side, and near.
     observers = np.array([[60.0, 0, 0], [-60.0, 0, 0], [20.0, 30.0, 0], [5.0, -3.0, 4.0]])
     signals, exact, covered = moving_monopole_case(
-        0.3 * C0, observers, 8, 16, harmonic_strength, harmonic_times(per_period), "gauss"
-    )
+        0.3 * C0, observers, 8, 16, harmonic_strength, harmonic_times(per_period), "gauss",
+        SCHEMES[order],
+    )  # fmt: skip
     errors = harmonic_errors(signals, exact, covered, per_period)
-    print("convected monopole", per_period, errors, time_error(per_period))
-    assert max(errors) <= harmonic_bound(per_period), errors
+    print("convected monopole", per_period, order, errors, time_error(per_period, order))
+    assert max(errors) <= harmonic_bound(per_period, order), errors
     # The motion matters: the field of the source at rest is nowhere near.
     static_field = monopole_field(
         observers[:, None, :], signals.times[None, :], 0.0, harmonic_strength
@@ -421,8 +457,8 @@ def test_newton_reference_reproduces_the_closed_form_convected_monopole():
             np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * np.abs(a).max())
 
 
-@pytest.mark.parametrize("per_period", [64, 128])
-def test_rotating_monopole_matches_newton_retarded_time_reference(per_period):
+@pytest.mark.parametrize(("per_period", "order"), HARMONIC_CASES)
+def test_rotating_monopole_matches_newton_retarded_time_reference(per_period, order):
     # A monopole on a circle of radius 1 at tip Mach 0.5; the permeable sphere around it is
     # carried along the circle without turning, its data the exact field of the moving source.
     path = circle_path(1.0, 0.5 * C0)
@@ -434,11 +470,11 @@ def test_rotating_monopole_matches_newton_retarded_time_reference(per_period):
         [[3.0, 0, 0], [0, -8.0, 0], [-20.0, 10.0, 0], [0, 0, 5.0], [10.0, 10.0, 10.0]]
     )
     signals, exact, covered = carried_sphere_case(
-        field, path, harmonic_times(per_period), observers, 0.25, 8, 16, "gauss"
+        field, path, harmonic_times(per_period), observers, 0.25, 8, 16, "gauss", SCHEMES[order]
     )
     errors = harmonic_errors(signals, exact, covered, per_period)
-    print("rotating monopole", per_period, errors, time_error(per_period))
-    assert max(errors) <= harmonic_bound(per_period), errors
+    print("rotating monopole", per_period, order, errors, time_error(per_period, order))
+    assert max(errors) <= harmonic_bound(per_period, order), errors
     # The rotation matters: in the plane of the circle, the same source held at its centre is
     # far off (on the axis the distance is constant and only a delay and 1/r would differ).
     at_rest = monopole_field(
@@ -530,7 +566,7 @@ def test_rotating_body_is_silent_on_its_axis_but_not_off_it():
     assert np.abs(signals.thickness[:2]).max() < 1e-2 * in_plane
 
 
-def panel_data(nt=4, npanel=6):
+def panel_data(nt=5, npanel=6):
     centres, normals, areas = sphere(1.0, 2, 3)
     times = np.arange(nt) * 1e-3
     return dict(
@@ -551,6 +587,8 @@ def panel_data(nt=4, npanel=6):
         ({"rho0": float("nan")}, "rho0 must be a positive"),
         ({"observers": np.zeros((3, 2))}, r"observers must have shape \(m, 3\)"),
         ({"observer_times": np.array([0.0, 1.0, 3.0])}, "uniformly spaced"),
+        ({"time_order": 3}, r"time_order must be one of \(2, 4\), got 3"),
+        ({"interpolation": "spline"}, r"interpolation must be one of .*'spline'"),
     ],
 )
 def test_bad_solver_parameters_are_named(kwargs, message):
@@ -560,20 +598,23 @@ def test_bad_solver_parameters_are_named(kwargs, message):
         FWHSolver(**arguments)
 
 
-def test_permeable_flag_must_be_bool():
+def test_permeable_flag_must_be_bool_and_time_order_an_int():
     with pytest.raises(TypeError, match="permeable must be a bool, got str"):
         FWHSolver(np.ones((1, 3)), np.linspace(0, 1, 5), permeable="yes")
+    with pytest.raises(TypeError, match="time_order must be an int, got float"):
+        FWHSolver(np.ones((1, 3)), np.linspace(0, 1, 5), time_order=4.0)
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("pressure", np.zeros((4, 5)), r"pressure must have shape \(4, 6\), got \(4, 5\)"),
-        ("positions", np.zeros((3, 6, 3)), r"positions must have shape \(4, 6, 3\)"),
-        ("normals", np.ones((4, 6, 3)), "normals must be unit vectors"),
+        ("pressure", np.zeros((5, 5)), r"pressure must have shape \(5, 6\), got \(5, 5\)"),
+        ("positions", np.zeros((4, 6, 3)), r"positions must have shape \(5, 6, 3\)"),
+        ("normals", np.ones((5, 6, 3)), "normals must be unit vectors"),
         ("areas", -np.ones(6), "areas must be positive"),
-        ("times", np.array([0.0, 2.0, 1.0, 3.0]), "times must be strictly increasing"),
-        ("surface_velocity", np.full((4, 6, 3), 400.0), "Mach number must be below 1"),
+        ("times", np.array([0.0, 2.0, 1.0, 3.0, 4.0]), "times must be strictly increasing"),
+        ("times", np.arange(4.0), r"at least 5 steps \(time_order 4\)"),
+        ("surface_velocity", np.full((5, 6, 3), 400.0), "Mach number must be below 1"),
     ],
 )
 def test_bad_surface_data_are_named(field, value, message):
@@ -588,7 +629,7 @@ def test_permeable_data_must_match_the_surface_kind():
     data = panel_data()
     impermeable = FWHSolver(np.full((1, 3), 10.0), np.linspace(0.0, 0.1, 11))
     with pytest.raises(ValueError, match="only used on a permeable surface"):
-        impermeable.solve(**data, density=np.ones((4, 6)), velocity=np.zeros((4, 6, 3)))
+        impermeable.solve(**data, density=np.ones((5, 6)), velocity=np.zeros((5, 6, 3)))
     permeable = FWHSolver(np.full((1, 3), 10.0), np.linspace(0.0, 0.1, 11), permeable=True)
     with pytest.raises(ValueError, match="needs density and velocity"):
         permeable.solve(**data)
@@ -602,7 +643,9 @@ def test_observer_on_the_surface_is_rejected():
         solver.solve(**data)
 
 
-def test_step_by_step_accumulation_equals_the_whole_record():
+@pytest.mark.parametrize("order", [2, 4])
+@pytest.mark.parametrize("interpolation", ["linear", "cubic"])
+def test_step_by_step_accumulation_equals_the_whole_record(order, interpolation):
     """A run feeds steps as they come: one at a time or in uneven chunks, the signals
     equal those of the whole record at once (same differences, same integration)."""
     rng = np.random.default_rng(3)
@@ -620,11 +663,13 @@ def test_step_by_step_accumulation_equals_the_whole_record():
     pressure = STRENGTH(times)[:, None] * (1.0 + normals[..., 2])
     observers = np.array([[8.0, 1.0, 0.5], [0.0, 0.0, 9.0]])
     observer_times = np.linspace(times[0] + 7.0 / C0, times[-1] + 8.0 / C0, 300)
-    solver = FWHSolver(observers, observer_times, c0=C0, rho0=RHO0)
+    solver = FWHSolver(
+        observers, observer_times, c0=C0, rho0=RHO0, time_order=order, interpolation=interpolation
+    )
     whole = solver.solve(times, positions, normals, areas, surface_velocity, pressure)
     normal_flux = np.einsum("tpi,tpi->tp", surface_velocity, normals)
     load = pressure[..., None] * normals
-    for bounds in ([*range(nt), nt], [0, 2, 3, 10, 11, 12, 30, nt]):
+    for bounds in ([*range(nt), nt], [0, 2, 3, 10, 11, 12, 30, nt], [0, 4, 5, 9, 36, nt]):
         accumulator = solver.accumulator(areas)
         for start, stop in itertools.pairwise(bounds):
             rows = slice(start, stop)
@@ -637,15 +682,45 @@ def test_step_by_step_accumulation_equals_the_whole_record():
         np.testing.assert_allclose(parts.loading, whole.loading, rtol=0, atol=1e-15 * npanel)
 
 
-def test_accumulator_needs_three_steps_and_increasing_times():
+@pytest.mark.parametrize("order", [2, 4])
+def test_accumulator_needs_a_stencil_of_steps_and_increasing_times(order):
     positions, _, areas = sphere(1.0, 3, 6)
-    solver = FWHSolver([[9.0, 0.0, 0.0]], [0.0, 1.0], c0=C0, rho0=RHO0)
+    solver = FWHSolver([[9.0, 0.0, 0.0]], [0.0, 1.0], c0=C0, rho0=RHO0, time_order=order)
     accumulator = solver.accumulator(areas)
     zeros = np.zeros((1, areas.size, 3))
-    accumulator.add([0.0], positions[None], zeros, np.zeros((1, areas.size)), zeros)
-    with pytest.raises(ValueError, match="at least 3 source steps"):
+    for step in range(order):
+        accumulator.add([float(step)], positions[None], zeros, np.zeros((1, areas.size)), zeros)
+    with pytest.raises(ValueError, match=f"at least {order + 1} source steps"):
         accumulator.finish()
     with pytest.raises(ValueError, match="strictly increasing"):
         accumulator.add([0.0], positions[None], zeros, np.zeros((1, areas.size)), zeros)
     with pytest.raises(ValueError, match="normal_flux must have shape"):
         accumulator.add([1.0], positions[None], zeros, np.zeros((1, 2)), zeros)
+
+
+@pytest.mark.parametrize("order", [2, 4])
+def test_source_derivative_is_exact_for_polynomials_of_its_order_on_uneven_steps(order):
+    rng = np.random.default_rng(11)
+    times = np.cumsum(rng.uniform(0.5, 1.5, 12))
+    coefficients = rng.normal(size=(order + 1, 2))
+    values = np.polynomial.polynomial.polyval(times, coefficients).T
+    exact = np.polynomial.polynomial.polyval(
+        times, np.polynomial.polynomial.polyder(coefficients)
+    ).T
+    rate = source_derivative(values, times, order)
+    np.testing.assert_allclose(rate, exact, rtol=0, atol=1e-9 * np.abs(exact).max())
+    # One degree more is not exact, at the ends nor inside.
+    beyond = times ** (order + 1)
+    error = source_derivative(beyond, times, order) - (order + 1) * times**order
+    assert np.abs(error[[0, times.size // 2, -1]]).min() > 1e-6
+
+
+@pytest.mark.parametrize("order", [2, 4])
+def test_source_derivative_converges_at_its_order(order):
+    errors = []
+    for steps in (20, 40, 80):
+        times = np.linspace(0.0, 1.0, steps + 1)
+        error = source_derivative(np.sin(3.0 * times), times, order) - 3.0 * np.cos(3.0 * times)
+        errors.append(np.abs(error).max())
+    rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(rates > order - 0.2), rates

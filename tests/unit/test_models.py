@@ -193,6 +193,15 @@ def test_netpipe_sizes_and_iteration_counts():
     assert iterations_for(2**20) == 64
 
 
+def test_a_slow_link_gets_fewer_round_trips_per_sample():
+    from tachyflow.bench.pingpong import SECONDS_PER_SAMPLE, iterations_within
+
+    assert iterations_within(1000, 1e-6) == 1000  # fast: the byte count decides
+    # 1 MiB at 100 Mbit/s: 0.17 s a round trip; never fewer than 10.
+    assert iterations_within(64, 0.17) == 10
+    assert iterations_within(1000, SECONDS_PER_SAMPLE / 100) == 100
+
+
 def test_local_costs_slow_the_receivers_down():
     plain = Hockney(1e-6, 1e-9)
     costly = Hockney(1e-6, 1e-9, "costly", gamma=2e-9, delta=1e-9)

@@ -9,8 +9,12 @@ permeable surface also takes the fluid density and velocity:
 ``L = (p - p0) n + rho u (u_n - v_n)``.
 
 The kernels in :mod:`tachyflow.numerics.fwh_kernels` integrate the retarded integrands
-source-time-dominantly onto a uniform observer-time grid. In a parallel run every rank
-holds its own panels; passing ``comm`` sums the signals over the ranks.
+source-time-dominantly onto a uniform observer-time grid. The scheme is fourth order by
+default: source-time derivatives on 5-step stencils (``time_order = 4``) and cubic
+interpolation between arrivals in observer time (``interpolation = "cubic"``); the
+second-order scheme (3-step central derivatives, linear interpolation) remains as an
+option. In a parallel run every rank holds its own panels; passing ``comm`` sums the
+signals over the ranks.
 """
 
 from __future__ import annotations
@@ -20,12 +24,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from tachyflow import collectives
-from tachyflow.numerics.fwh_kernels import accumulate_retarded, source_derivative
+from tachyflow.numerics.fwh_kernels import (
+    CUBIC_HISTORY,
+    DERIVATIVE_ORDERS,
+    accumulate_retarded,
+    accumulate_retarded_cubic,
+    finish_retarded_cubic,
+    source_derivative,
+)
 from tachyflow.parallel import agreement
 
 # An observer closer than this fraction of a panel's width to the panel centre is on the
 # surface: the one-point panel quadrature of the 1/r and 1/r^2 integrands is meaningless.
 _ON_SURFACE_FRACTION = 0.5
+# The kernel of each interpolation between arrivals.
+_KERNELS = {"linear": accumulate_retarded, "cubic": accumulate_retarded_cubic}
+INTERPOLATIONS = tuple(_KERNELS)
 
 
 @dataclass(frozen=True)
@@ -89,13 +103,19 @@ class FWHSolver:
         wall (the fluid moves with it).
     comm : mpi4py.MPI.Comm, optional
         When given, :meth:`solve` sums the ranks' signals (each rank its own panels).
+    time_order : int, optional
+        Order of the source-time derivatives: 4 (5-step stencils, the default) or 2
+        (3-step). A record needs at least ``time_order + 1`` steps.
+    interpolation : str, optional
+        How a panel's signal is interpolated between its arrivals onto the observer
+        times: ``"cubic"`` (fourth order, the default) or ``"linear"`` (second order).
 
     Raises
     ------
     ValueError
         If a parameter has the wrong shape or value.
     TypeError
-        If ``permeable`` is not a bool.
+        If ``permeable`` is not a bool or ``time_order`` not an int.
     """
 
     def __init__(
@@ -108,6 +128,8 @@ class FWHSolver:
         p0: float = 0.0,
         permeable: bool = False,
         comm=None,
+        time_order: int = 4,
+        interpolation: str = "cubic",
     ):
         observers = np.ascontiguousarray(observers, dtype=np.float64)
         if observers.ndim != 2 or observers.shape[1] != 3 or observers.shape[0] == 0:
@@ -132,6 +154,21 @@ class FWHSolver:
             raise TypeError(f"permeable must be a bool, got {type(permeable).__name__}")
         self.permeable = permeable
         self.comm = comm
+        if isinstance(time_order, bool) or not isinstance(time_order, int | np.integer):
+            raise TypeError(f"time_order must be an int, got {type(time_order).__name__}")
+        if time_order not in DERIVATIVE_ORDERS:
+            raise ValueError(f"time_order must be one of {DERIVATIVE_ORDERS}, got {time_order!r}")
+        self.time_order = int(time_order)
+        if interpolation not in INTERPOLATIONS:
+            raise ValueError(
+                f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}"
+            )
+        self.interpolation = interpolation
+
+    @property
+    def min_steps(self) -> int:
+        """Source steps a record needs: one derivative stencil."""
+        return self.time_order + 1
 
     def solve(
         self,
@@ -149,7 +186,7 @@ class FWHSolver:
         Parameters
         ----------
         times : array_like
-            Strictly increasing source times, shape ``(nt,)`` with ``nt >= 3``.
+            Strictly increasing source times, shape ``(nt,)`` with ``nt >= time_order + 1``.
         positions : array_like
             Panel centres, shape ``(nt, np, 3)``.
         normals : array_like
@@ -177,8 +214,11 @@ class FWHSolver:
             or an observer on the surface.
         """
         times = np.asarray(times, dtype=np.float64)
-        if times.ndim != 1 or times.size < 3:
-            raise ValueError(f"times must be 1D with at least 3 steps, got shape {times.shape}")
+        if times.ndim != 1 or times.size < self.min_steps:
+            raise ValueError(
+                f"times must be 1D with at least {self.min_steps} steps (time_order "
+                f"{self.time_order}), got shape {times.shape}"
+            )
         if not np.all(np.diff(times) > 0.0):
             raise ValueError("times must be strictly increasing")
         areas = np.asarray(areas, dtype=np.float64)
@@ -239,9 +279,12 @@ class FWHAccumulator:
 
     A flow run feeds each sampled step (:meth:`add`) and reads the signals at the end
     (:meth:`finish`); feeding the whole record at once gives the same numbers. The
-    source-time derivatives are the second-order differences of :func:`source_derivative`
-    (central inside, one-sided at the two ends), so a step is integrated once the next one
-    has arrived; the last two steps are held back until :meth:`finish`.
+    source-time derivatives are the differences of :func:`source_derivative` of the
+    solver's ``time_order`` (central inside, one-sided at the two ends), so a step is
+    integrated once the ``time_order / 2`` next ones have arrived, and the last
+    ``time_order / 2`` at :meth:`finish` (the accumulator keeps ``time_order + 1`` steps).
+    With cubic interpolation it also keeps each (panel, observer) pair's last three
+    arrivals, and :meth:`finish` adds the last interval.
 
     Parameters
     ----------
@@ -268,15 +311,17 @@ class FWHAccumulator:
         nq = solver.observer_times.size
         self.thickness = np.zeros((m, nq))
         self.loading = np.zeros((m, nq))
-        self._state = (
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m)),
-            np.zeros((npanel, m), dtype=np.bool_),
-        )
+        # Per (panel, observer) the last arrivals (time, thickness, loading) and whether
+        # (linear) or how many times (cubic) one came.
+        if solver.interpolation == "cubic":
+            history = (npanel, m, CUBIC_HISTORY)
+            self._state = (*(np.zeros(history) for _ in range(3)), np.zeros((npanel, m), int))
+        else:
+            self._state = (*(np.zeros((npanel, m)) for _ in range(3)), np.zeros((npanel, m), bool))
         self._min_distance = _ON_SURFACE_FRACTION * np.sqrt(self.areas)
-        # The last steps received (at most 3: a derivative needs the neighbours), of which
-        # the first `_done` are integrated already.
+        # The last steps received (at most one stencil: a derivative needs the neighbours),
+        # of which the first `_done` are integrated already.
+        self._width = solver.time_order + 1
         self._held: list[np.ndarray] | None = None
         self._done = 0
         self._problem: ValueError | None = None  # an observer on this rank's panels
@@ -311,52 +356,63 @@ class FWHAccumulator:
         if not np.all(np.diff(chunk[0]) > 0.0):
             raise ValueError("source times must be strictly increasing from step to step")
         self.steps += nt
-        total = chunk[0].size
-        if total >= 3:
-            # Rows with both neighbours are final; row 0 at the very start takes the edge
-            # formula, as it would over the whole record.
-            self._integrate(chunk, self._done, total - 1)
-            self._done = min(total, 3) - 1
-        self._held = [values[max(total - 3, 0) :] for values in chunk]
+        total, width, half = chunk[0].size, self._width, self._width // 2
+        if total >= width:
+            # Rows with `half` neighbours on both sides are final; the first rows at the
+            # very start take the edge formula, as they would over the whole record.
+            self._integrate(chunk, self._done, total - half)
+            self._done = min(total, width) - half
+        self._held = [values[max(total - width, 0) :] for values in chunk]
 
     def finish(self) -> FWHSignals:
         """Integrate the held-back steps and return the signals (collective with a comm)."""
-        if self.steps < 3:
-            raise ValueError(f"FW-H needs at least 3 source steps, got {self.steps}")
+        solver = self.solver
+        if self.steps < solver.min_steps:
+            raise ValueError(
+                f"FW-H needs at least {solver.min_steps} source steps (time_order "
+                f"{solver.time_order}), got {self.steps}"
+            )
         held = self._held
         self._integrate(held, self._done, held[0].size)
+        if solver.interpolation == "cubic" and self._problem is None:
+            start, step = self._grid()
+            finish_retarded_cubic(*self._state, start, step, self.thickness, self.loading)
         self._held, self._done = None, 0
         self.steps = 0
         thickness, loading = self.thickness, self.loading
-        if self.solver.comm is not None:
-            agreement.agree(self.solver.comm, self._problem)
-            thickness = self.solver.sum_over_ranks(thickness)
-            loading = self.solver.sum_over_ranks(loading)
-        return FWHSignals(self.solver.observer_times.copy(), thickness, loading)
+        if solver.comm is not None:
+            agreement.agree(solver.comm, self._problem)
+            thickness = solver.sum_over_ranks(thickness)
+            loading = solver.sum_over_ranks(loading)
+        return FWHSignals(solver.observer_times.copy(), thickness, loading)
+
+    def _grid(self) -> tuple[float, float]:
+        """Start and step of the uniform observer-time grid."""
+        times = self.solver.observer_times
+        return times[0], (times[-1] - times[0]) / (times.size - 1)
 
     def _integrate(self, chunk, first: int, stop: int) -> None:
         """Integrate rows ``first..stop-1`` of ``chunk``, differencing over all its rows."""
         times, positions, mach, normal_flux, load = chunk
         rows = slice(first, stop)
         solver = self.solver
-        nq = solver.observer_times.size
+        order = solver.time_order
         bad = np.full(3, -1, dtype=np.int64)
-        accumulate_retarded(
+        _KERNELS[solver.interpolation](
             times[rows],
             positions[rows],
             self.areas,
             normal_flux[rows],
-            source_derivative(normal_flux, times)[rows],
+            source_derivative(normal_flux, times, order)[rows],
             load[rows],
-            source_derivative(load, times)[rows],
+            source_derivative(load, times, order)[rows],
             mach[rows],
-            source_derivative(mach, times)[rows],
+            source_derivative(mach, times, order)[rows],
             solver.observers,
             solver.c0,
             solver.rho0,
             self._min_distance,
-            solver.observer_times[0],
-            (solver.observer_times[-1] - solver.observer_times[0]) / (nq - 1),
+            *self._grid(),
             *self._state,
             self.thickness,
             self.loading,

@@ -132,6 +132,7 @@ class InRunAcoustics:
         self.fwh = FWHSolver(
             observers, times, c0=section.c0,
             rho0=section.rho0, p0=section.p0, permeable=True, comm=decomposition.comm,
+            time_order=section.time_order, interpolation=section.interpolation,
         )  # fmt: skip
         self.accumulator = self.fwh.accumulator(self.surface.areas[self.share])
         self._positions = self.surface.centres[self.share][None]

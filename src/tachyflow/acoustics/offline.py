@@ -12,6 +12,8 @@ the medium and the observers::
     rho0 = 1.225          # density at rest (default 1.0, as in [acoustics]; 1.225 for air in SI)
     permeable = false     # a TOML boolean
     samples = 1024        # observer-time samples (default 1024)
+    time_order = 4        # source-time derivatives: 4 (5-step, default) or 2 (3-step)
+    interpolation = "cubic"  # between arrivals in observer time: cubic (default) or linear
 
     [[observer]]
     name = "front"
@@ -57,6 +59,8 @@ class ObserverSetup:
     rho0: float
     permeable: bool
     samples: int
+    time_order: int
+    interpolation: str
 
 
 def read_observers(path) -> ObserverSetup:
@@ -82,7 +86,7 @@ def read_observers(path) -> ObserverSetup:
         positions += points.tolist()
     return ObserverSetup(
         names, np.array(positions), angles, document.c0, document.rho0, document.permeable,
-        document.samples,
+        document.samples, document.time_order, document.interpolation,
     )  # fmt: skip
 
 

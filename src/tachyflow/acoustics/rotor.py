@@ -114,8 +114,9 @@ class RotorNoise:
         self.start = solver.time
         times = observer_times(section, self.start, duration, self._nearest, farthest)
         self.fwh = FWHSolver(
-            observers, times, c0=section.c0,
-            rho0=section.rho0, permeable=False, comm=decomposition.comm,
+            observers, times, c0=section.c0, rho0=section.rho0, permeable=False,
+            comm=decomposition.comm, time_order=section.time_order,
+            interpolation=section.interpolation,
         )  # fmt: skip
         areas = mesh.area_faces[share]
         self.accumulator = self.fwh.accumulator(np.tile(areas, self.copies))

@@ -1,7 +1,8 @@
 """``tachyflow bench fwh``: throughput of the FW-H kernel next to a roofline bound.
 
 The kernel is :func:`tachyflow.numerics.fwh_kernels.accumulate_retarded` (Farassat 1A,
-source-time-dominant, linear interpolation onto the observer grid), timed alone on one
+source-time-dominant, linear interpolation onto the observer grid: the second-order
+scheme, ``time_order = 2``, ``interpolation = "linear"``), timed alone on one
 core — it is serial, each rank runs it on its own panels. The case: a cube-sphere of
 ``RADIUS`` with about ``panels`` panels (:func:`~tachyflow.acoustics.surfaces.sphere`)
 pulsating and oscillating along its normals (panel Mach amplitude ``MACH``, pressure of a
@@ -66,6 +67,8 @@ from tachyflow.numerics.fwh_kernels import accumulate_retarded, source_derivativ
 
 BENCHMARK = "fwh"
 KERNEL = "accumulate_retarded"
+# The scheme of that kernel (FWHSolver's second-order options; the default is fourth order).
+KERNEL_SCHEME = {"time_order": 2, "interpolation": "linear"}
 RADIUS = 0.5  # m, of the sphere
 DISTANCE = 20.0  # m, observers from the centre (far field: 40 radii)
 C0, RHO0 = 340.0, 1.225
@@ -257,8 +260,8 @@ def _kernel_arguments(case: dict) -> tuple:
     grid_step = (observer_times[-1] - observer_times[0]) / (observer_times.size - 1)
     return (
         times, case["positions"], case["areas"], normal_flux,
-        source_derivative(normal_flux, times), load, source_derivative(load, times), mach,
-        source_derivative(mach, times), case["observers"], C0, RHO0,
+        source_derivative(normal_flux, times, 2), load, source_derivative(load, times, 2), mach,
+        source_derivative(mach, times, 2), case["observers"], C0, RHO0,
         0.5 * np.sqrt(case["areas"]), observer_times[0], grid_step,
     )  # fmt: skip
 
@@ -372,7 +375,9 @@ def run_fwh_benchmark(
         accumulate_retarded(*arguments, *state, thickness, loading, bad)
 
     kernel()
-    reference = FWHSolver(case["observers"], case["observer_times"], c0=C0, rho0=RHO0).solve(
+    reference = FWHSolver(
+        case["observers"], case["observer_times"], c0=C0, rho0=RHO0, **KERNEL_SCHEME
+    ).solve(
         case["times"],
         case["positions"],
         case["normals"],

@@ -36,6 +36,10 @@ from tachyflow.bench.results import new_results, summarize
 from tachyflow.io.figures import pyplot, save_figure
 
 BYTES_PER_SAMPLE = 64 * 2**20
+# ... but no more than about this long per sample: on a slow link (100 Mbit/s) 64 MiB per
+# sample made the sweep last an hour.
+SECONDS_PER_SAMPLE = 0.25
+MIN_ITERATIONS = 10
 MODES = ("latency", "bibw", "cold")
 COLD_FROM = 64 * 2**10  # below this, messages are latency-bound and the cache is moot
 ARENA = 128 * 2**20  # larger than any last-level cache here
@@ -55,7 +59,14 @@ def netpipe_sizes(largest: int) -> list[int]:
 
 def iterations_for(size: int) -> int:
     """Round trips per sample: about 64 MiB moved, between 10 and 1000."""
-    return int(min(1000, max(10, BYTES_PER_SAMPLE // max(size, 1))))
+    return int(min(1000, max(MIN_ITERATIONS, BYTES_PER_SAMPLE // max(size, 1))))
+
+
+def iterations_within(loops: int, seconds_per_loop: float) -> int:
+    """``loops``, cut so that a sample lasts about ``SECONDS_PER_SAMPLE`` (at least 10)."""
+    if seconds_per_loop <= 0:
+        return loops
+    return max(MIN_ITERATIONS, min(loops, int(SECONDS_PER_SAMPLE / seconds_per_loop)))
 
 
 def _persistent_requests(comm, buffer: np.ndarray, incoming: np.ndarray, mode: str):
@@ -239,7 +250,9 @@ def run_pingpong_benchmark(
                 requests = _persistent_requests(comm, storage[:size], incoming[:size], mode)
                 timer = _timer(comm, requests, mode)
             loops = iterations_for(size)
-            timer(loops // 10 + 1)
+            warm = timer(loops // 10 + 1)  # seconds per message, or per exchange (bibw)
+            per_loop = warm if mode == "bibw" else 2.0 * warm
+            loops = comm.bcast(iterations_within(loops, per_loop), root=0)
             samples = [comm.bcast(timer(loops), root=0) for _ in range(repeats)]
             for request in requests:
                 request.Free()

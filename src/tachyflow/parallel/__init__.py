@@ -1,4 +1,4 @@
-"""Decompositions and data movement: pencils, transposes, halo exchanges.
+"""Decompositions and data movement: pencils, transposes, halo exchanges, 2D blocks.
 
 This layer owns every communicator and MPI datatype; numerical kernels never see MPI.
 """
@@ -13,6 +13,7 @@ from tachyflow.parallel.pencil import (
     split_bounds,
 )
 from tachyflow.parallel.sparse_gather import NoiseSourceExchange
+from tachyflow.parallel.structured_blocks import StructuredBlocks
 from tachyflow.parallel.transpose import Transposer, TransposeRequest
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "NoiseSourceExchange",
     "Pencil",
     "PencilDecomposition",
+    "StructuredBlocks",
     "TransposeRequest",
     "Transposer",
     "choose_process_grid",

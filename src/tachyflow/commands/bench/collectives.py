@@ -96,7 +96,7 @@ class Collectives(Benchmark):
         from tachyflow.bench.results import read_results
         from tachyflow.models.profiles import load_profile
 
-        code = runtime.relaunch(args.ranks, arguments)
+        code = runtime.relaunch(args.ranks, arguments, nodes=args.nodes)
         if code or args.no_mpich_algorithms:
             return code
         path = Path(args.output) / f"collectives_{args.op}_{args.ranks}ranks.json"
@@ -116,6 +116,7 @@ class Collectives(Benchmark):
                         [*arguments, "--algos", "native", "--no-mpich-algorithms", "-o", folder],
                         collectives.forced_environment(args.op, algorithm),
                         stderr,
+                        nodes=args.nodes,
                     )
                 text = errors.read_text()
                 if code or not forced_path.is_file():

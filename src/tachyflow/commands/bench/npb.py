@@ -75,7 +75,7 @@ class NPB(Benchmark):
         from tachyflow.bench import npb
         from tachyflow.bench.results import read_results
 
-        code = runtime.relaunch(args.ranks, arguments)
+        code = runtime.relaunch(args.ranks, arguments, nodes=args.nodes)
         if code or args.npb_bin is None:
             return code
         problem_class = args.problem_class.upper()

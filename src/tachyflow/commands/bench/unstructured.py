@@ -37,6 +37,13 @@ class Unstructured(Benchmark):
             help="rank counts, comma-separated (default 1,2,3)",
         )
         parser.add_argument(
+            "--nodes",
+            type=options.positive_int,
+            default=None,
+            metavar="K",
+            help="spread the ranks over K nodes of the emulated cluster (`tachyflow cluster up`)",
+        )
+        parser.add_argument(
             "--cells",
             type=options.positive_int_list,
             default=[53280, 144000, 288305, 1472000],
@@ -91,7 +98,9 @@ class Unstructured(Benchmark):
         with tempfile.TemporaryDirectory() as folder:
             for ranks in args.ranks:
                 print(f"{ranks} rank(s) ...", flush=True)
-                code = runtime.relaunch(ranks, [*arguments, "--ranks", str(ranks), "-o", folder])
+                code = runtime.relaunch(
+                    ranks, [*arguments, "--ranks", str(ranks), "-o", folder], nodes=args.nodes
+                )
                 if code:
                     return code
                 path = Path(folder) / f"unstructured_{args.kind}_{ranks}ranks.json"

@@ -1,0 +1,175 @@
+"""``tachyflow grid``: generate an airfoil C-grid or a flat-plate H-grid, report its
+quality, export it (Plot3D, SU2) and draw it."""
+
+from __future__ import annotations
+
+from tachyflow.commands import Command, register
+
+DESCRIPTION = (
+    "Generate the structured grid of the 2D compressible RANS case (the MPINS2D RAE 2822 "
+    "case of B.-S. Lee, J.-W. Hong, S. Lee, D. H. Lee, 'Performance Analysis of Cluster "
+    "Network Interfaces for Parallel Computing of Computational Fluid Dynamics': a "
+    "281 x 65-point C-grid), print its quality at one or more nested levels, and write it "
+    "as Plot3D, SU2 or a PNG figure."
+)
+
+
+@register
+class Grid(Command):
+    name = "grid"
+    uses_mpi = False
+    help = "generate, check and export an airfoil C-grid or flat-plate H-grid"
+    description = DESCRIPTION
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "section",
+            nargs="?",
+            default="rae2822",
+            help="rae2822 (default), nacaXXXX (a 4-digit NACA section) or flat-plate",
+        )
+        parser.add_argument("--cells", default="280x64", help="NIxNJ cells of level 0")
+        parser.add_argument(
+            "--wake-cells", type=int, default=40, help="cells along each wake side"
+        )
+        parser.add_argument("--far-field", type=float, default=50.0, help="far field in chords")
+        parser.add_argument("--reynolds", type=float, default=6.5e6, help="chord Reynolds number")
+        parser.add_argument("--yplus", type=float, default=1.0, help="target y+ of the first cell")
+        parser.add_argument(
+            "--wall-spacing", type=float, default=None, help="first cell height (overrides y+)"
+        )
+        parser.add_argument("--level", type=int, default=0, help="level to export and draw")
+        parser.add_argument(
+            "--levels",
+            default=None,
+            help="comma-separated levels for the quality table (default: --level)",
+        )
+        parser.add_argument("--finest-level", type=int, default=-1, help="finest level marched")
+        parser.add_argument("--plot3d", default=None, help="write a Plot3D grid file here")
+        parser.add_argument(
+            "--formatted", action="store_true", help="ASCII Plot3D instead of unformatted"
+        )
+        parser.add_argument("--su2", default=None, help="write an SU2 mesh here")
+        parser.add_argument("--figure", default=None, help="write a PNG of the grid here")
+        parser.add_argument("--json", action="store_true", help="print the quality as JSON")
+
+    def run(self, args) -> int:
+        import dataclasses
+        import json
+
+        from tachyflow.errors import ConfigError
+
+        try:
+            levels = [args.level] if args.levels is None else _levels(args.levels)
+            wanted = sorted({*levels, args.level})
+            finest = min(args.finest_level, wanted[0])  # one march: every level nests
+            grids = {level: _generate(args, level, finest) for level in wanted}
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        from tachyflow.numerics.airfoil_grids import grid_quality
+
+        qualities = {level: grid_quality(grids[level]) for level in levels}
+        if args.json:
+            print(
+                json.dumps({str(k): dataclasses.asdict(q) for k, q in qualities.items()}, indent=2)
+            )
+        else:
+            print(_table(grids[args.level].name, qualities))
+        grid = grids[args.level]
+        if args.plot3d:
+            from tachyflow.io.plot3d import write_plot3d
+
+            path = write_plot3d(args.plot3d, [(grid.x, grid.y)], formatted=args.formatted)
+            print(f"wrote {path}")
+        if args.su2:
+            from tachyflow.io.plot3d import write_su2
+
+            print(f"wrote {write_su2(args.su2, grid)}")
+        if args.figure:
+            print(f"wrote {_draw(grid, args.figure)}")
+        return 0
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--levels must be integers separated by commas, got {text!r}") from None
+
+
+def _cells(text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise ValueError(f"--cells must look like NIxNJ (e.g. 280x64), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def _generate(args, level: int, finest_level: int):
+    from tachyflow.numerics import airfoil_grids
+
+    cells = _cells(args.cells)
+    name = args.section.lower()
+    if name == "flat-plate":
+        if level != 0:
+            raise ValueError("the flat-plate H-grid has level 0 only (--level 0)")
+        spacing = args.wall_spacing or airfoil_grids.wall_spacing_for_yplus(
+            args.reynolds, args.yplus
+        )
+        return airfoil_grids.flat_plate_h_grid(
+            cells, upstream_cells=cells[0] // 4, wall_spacing=spacing
+        )
+    if name == "rae2822":
+        section = airfoil_grids.rae2822()
+    elif name.startswith("naca"):
+        section = airfoil_grids.naca4(name[4:])
+    else:
+        raise ValueError(f"section must be rae2822, nacaXXXX or flat-plate, got {args.section!r}")
+    return airfoil_grids.c_grid(
+        section,
+        cells=cells,
+        wake_cells=args.wake_cells,
+        far_field=args.far_field,
+        wall_spacing=args.wall_spacing,
+        reynolds=args.reynolds,
+        yplus=args.yplus,
+        level=level,
+        finest_level=finest_level,
+    )
+
+
+def _table(name: str, qualities: dict) -> str:
+    """A Markdown table, one column per level."""
+    levels = list(qualities)
+    rows = [q.rows() for q in qualities.values()]
+    lines = [
+        f"| {name} | " + " | ".join(f"level {level}" for level in levels) + " |",
+        "|---|" + "---|" * len(levels),
+    ]
+    for k, (label, _) in enumerate(rows[0]):
+        lines.append(f"| {label} | " + " | ".join(row[k][1] for row in rows) + " |")
+    return "\n".join(lines)
+
+
+def _draw(grid, path):
+    """The grid whole, near the airfoil, at the leading edge and at the trailing edge."""
+    from tachyflow.io.figures import pyplot, save_figure
+
+    plt = pyplot()
+    figure, axes = plt.subplots(2, 2, figsize=(11, 9))
+    views = [
+        ("whole grid", None),
+        ("near field", (-0.6, 1.6, -0.8, 0.8)),
+        ("leading edge", (-0.03, 0.05, -0.04, 0.04)),
+        ("trailing edge", (0.96, 1.04, -0.04, 0.04)),
+    ]
+    for axis, (title, box) in zip(axes.ravel(), views, strict=True):
+        axis.plot(grid.x, grid.y, color="0.25", linewidth=0.35)
+        axis.plot(grid.x.T, grid.y.T, color="0.25", linewidth=0.35)
+        i0, i1 = grid.wall
+        axis.plot(grid.x[i0 : i1 + 1, 0], grid.y[i0 : i1 + 1, 0], color="C3", linewidth=1.2)
+        if box is not None:
+            axis.set_xlim(box[0], box[1])
+            axis.set_ylim(box[2], box[3])
+        axis.set_aspect("equal")
+        axis.set_title(f"{grid.name}, {grid.cells[0]} x {grid.cells[1]} cells: {title}")
+    return save_figure(figure, path, dpi=80)

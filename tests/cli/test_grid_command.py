@@ -1,0 +1,35 @@
+"""``tachyflow grid``: quality table, Plot3D, SU2 and figure from the command line."""
+
+import json
+
+import numpy as np
+
+from tachyflow.io.plot3d import read_plot3d
+from tests.cli.test_cli import tachyflow
+
+
+def test_grid_writes_plot3d_su2_and_a_figure(tmp_path):
+    result = tachyflow(
+        "grid", "naca0012", "--cells", "64x16", "--wake-cells", "16", "--levels", "0,1",
+        "--plot3d", str(tmp_path / "g.x"), "--su2", str(tmp_path / "g.su2"),
+        "--figure", str(tmp_path / "g.png"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "| NACA 0012 C-grid | level 0 | level 1 |" in result.stdout
+    assert "| cells | 64 x 16 | 32 x 8 |" in result.stdout
+    ((x, y),) = read_plot3d(tmp_path / "g.x")
+    assert x.shape == y.shape == (65, 17)
+    np.testing.assert_array_equal(x[:17, 0], x[::-1][:17, 0])  # the wake cut
+    assert "MARKER_TAG= airfoil" in (tmp_path / "g.su2").read_text()
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_grid_json_and_bad_input():
+    result = tachyflow("grid", "flat-plate", "--cells", "32x16", "--json")
+    assert result.returncode == 0, result.stderr
+    quality = json.loads(result.stdout)["0"]
+    assert quality["cells"] == [32, 16] and quality["min_area"] > 0
+    result = tachyflow("grid", "naca00x2")
+    assert result.returncode == 2
+    assert "NACA 4-digit code must be four digits" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
