@@ -1,5 +1,6 @@
 """The peer of ``tachyflow bench hpl``: HPL inside Debian's ``hpcc`` (HPC Challenge 1.5.0,
-built on Open MPI), launched with Open MPI's ``mpirun`` in a scratch folder.
+built on Open MPI), launched with Open MPI's ``mpirun`` in a scratch folder (through
+the emulated cluster's namespaces with ``--nodes``).
 
 HPCC has no switch to run HPL alone: it runs its whole suite (HPL, DGEMM, STREAM, PTRANS,
 RandomAccess, FFT, latency and bandwidth), reading ``hpccinf.txt`` (HPL's input file) in
@@ -92,10 +93,14 @@ def parse_output(text: str) -> list[dict]:
     return found
 
 
-def run_hpcc(sizes, block: int, grid_shape, repeats: int = 1, timeout: float = 3600) -> list[dict]:
-    """Run Debian's ``hpcc`` on ``P × Q`` ranks of this machine, HPL solving every order
-    in ``sizes`` ``repeats`` times (interleaved); the peer's results entries, one per
-    order, with the median time.
+def run_hpcc(
+    sizes, block: int, grid_shape, repeats: int = 1, nodes: int | None = None,
+    timeout: float = 3600,
+) -> list[dict]:  # fmt: skip
+    """Run Debian's ``hpcc`` on ``P × Q`` ranks of this machine (or spread over ``nodes``
+    nodes of the emulated cluster, :mod:`tachyflow.cluster`), HPL solving every order in
+    ``sizes`` ``repeats`` times (interleaved); the peer's results entries, one per order,
+    with the median time.
 
     Raises
     ------
@@ -112,9 +117,14 @@ def run_hpcc(sizes, block: int, grid_shape, repeats: int = 1, timeout: float = 3
         missing = "hpcc" if program is None else "Open MPI's mpirun"
         raise FileNotFoundError(f"{missing} not found: {INSTALL_HINT}")
     rows, cols = grid_shape
-    command = [launcher, "--bind-to", "none", "--oversubscribe", "-np", str(rows * cols)]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        command.append("--allow-run-as-root")
+    if nodes is not None:
+        from tachyflow import cluster
+
+        command = cluster.launch_command(rows * cols, nodes, mpiexec=launcher)
+    else:
+        command = [launcher, "--bind-to", "none", "--oversubscribe", "-np", str(rows * cols)]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-run-as-root")
     # One BLAS thread per rank, as ours; no variable of the MPICH job that launched us.
     environment = {
         key: value

@@ -112,19 +112,15 @@ class HPL(Benchmark):
             document = read_results(found[0])
         if args.no_peer:
             document["peers_missing"] = {PEER_NAME: "not requested (--no-peer)"}
-        elif args.nodes is not None:
-            document["peers_missing"] = {
-                PEER_NAME: "hpcc runs on Open MPI, which the emulated cluster cannot launch"
-            }
         else:
             grid = document["params"]["proc_grid"]
             sizes = sorted({e["n"] for e in document["results"] if not e["singular"]})
             print(f"measuring peer {PEER_NAME} (the whole HPCC suite runs) ...", flush=True)
             try:
                 document["peers"] = (
-                    run_hpcc(sizes, args.block, grid, args.repeats) if sizes else []
+                    run_hpcc(sizes, args.block, grid, args.repeats, args.nodes) if sizes else []
                 )
-            except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+            except (OSError, RuntimeError, ConfigError, subprocess.SubprocessError) as error:
                 document["peers_missing"] = {PEER_NAME: str(error)}
             if document["peers"]:
                 del document["peers_missing"]
