@@ -29,11 +29,12 @@ install: $(VENV)/.installed $(VENV)/.installed-graphics
 
 # mpi4py-fft, the peer of the transpose benchmark, compiles against FFTW.
 # PETSc (Debian's petsc4py on Open MPI), the peer of the unstructured solver, runs as a
-# separate process with the system Python.
+# separate process with the system Python. HPL inside Debian's hpcc (Open MPI, serial
+# OpenBLAS) is the peer of `bench hpl`.
 $(VENV)/.installed-bench: $(VENV)/.installed $(VENV)/.installed-graphics
-	dpkg -s libfftw3-dev python3-petsc4py openmpi-bin >/dev/null 2>&1 || \
+	dpkg -s libfftw3-dev python3-petsc4py openmpi-bin hpcc libopenblas0-serial >/dev/null 2>&1 || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends \
-	    libfftw3-dev python3-petsc4py python3-numpy openmpi-bin)
+	    libfftw3-dev python3-petsc4py python3-numpy openmpi-bin hpcc libopenblas0-serial)
 	$(BIN)/python -m pip install --quiet -e ".[mpich,test,bench]"
 	touch $@
 
@@ -98,6 +99,8 @@ bench: install-bench
 	done
 	$(BIN)/tachyflow bench fwh -o bench-results
 	$(BIN)/tachyflow bench insitu -n 2 -o bench-results
+	$(BIN)/tachyflow bench hpl -n 2 --size 1000,2000,3000,5000 --block 192 --bcast all \
+	  -o bench-results
 	$(BIN)/tachyflow report bench-results
 
 lint: install

@@ -240,10 +240,10 @@ def mpiexec_flavour(mpiexec: str) -> str:
     )
 
 
-def launch_command(ranks: int, nodes: int) -> list[str]:
+def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[str]:
     """The mpiexec command (without the program) that starts ``ranks`` ranks on the first
-    ``nodes`` emulated nodes, in blocks, over TCP (MPICH's Hydra or Open MPI's mpirun,
-    whichever :func:`tachyflow.runtime.find_mpiexec` finds)."""
+    ``nodes`` emulated nodes, in blocks, over TCP (MPICH's Hydra or Open MPI's mpirun:
+    ``mpiexec``, else whichever :func:`tachyflow.runtime.find_mpiexec` finds)."""
     state = read_state()
     if state is None or _namespaces() != state.namespaces:
         raise ClusterError(
@@ -256,7 +256,7 @@ def launch_command(ranks: int, nodes: int) -> list[str]:
         raise ClusterError(f"--nodes {nodes} needs at least {nodes} ranks, got -n {ranks}")
     from tachyflow.runtime import find_mpiexec
 
-    mpiexec = find_mpiexec()
+    mpiexec = mpiexec or find_mpiexec()
     per_node = -(-ranks // nodes)
     environment = {
         "TACHYFLOW_NETWORK": state.bandwidth or "unshaped",

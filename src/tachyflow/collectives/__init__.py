@@ -41,6 +41,7 @@ __all__ = [
     "choose",
     "exscan",
     "gather",
+    "ibcast",
     "native_equivalent",
     "reduce",
     "scan",
@@ -129,6 +130,33 @@ def bcast(
 ):
     """Broadcast ``buffer`` from ``root`` in place (collective over ``comm``)."""
     return _in_place("bcast", comm, buffer, None, root, algo, segments, profile, explain)
+
+
+def ibcast(
+    comm,
+    buffer: np.ndarray,
+    root: int = 0,
+    algo: str = "auto",
+    segments: int | None = None,
+    profile=None,
+):
+    """Start a broadcast of ``buffer`` from ``root`` in place (collective, non-blocking).
+
+    Returns a transfer with ``test()`` (advance; True when done) and ``wait()``; the
+    broadcast progresses only inside those calls (``native``: as the MPI library's
+    ``MPI_Ibcast`` does), and ``buffer`` must not be touched until it is done.
+    """
+    _check_buffer(buffer)
+    algo, segments, _ = _resolve(
+        "bcast", comm, buffer.size, buffer.itemsize, root, algo, segments, profile
+    )
+    if algo == "native":
+        return executor.NativeTransfer(comm.Ibcast(buffer, root=root), buffer)
+    plan = _plan("bcast", comm, buffer.size, root, algo, segments)
+    return executor.start(
+        comm, plan.schedule, buffer, None, plan.steps, plan.scratch,
+        on_done=lambda: plans.PLANS.settle(plan.key),
+    )  # fmt: skip
 
 
 def reduce(
