@@ -12,6 +12,8 @@ fills both ghost layers; layer ``k`` outside mirrors layer ``k`` inside.
   ``V_n +- 2c/(gamma-1)`` normal to the face: outgoing from inside, incoming from the
   exterior state, entropy and tangential velocity from the upwind side.
 - :func:`extrapolation`: zero gradient (supersonic or wake outflow).
+- :func:`outflow`: the ends of H- and C-grids: exterior pressure, or zero gradient when
+  supersonic, where the flow leaves; :func:`far_field` where it enters.
 - :func:`point_vortex_state`: the exterior state of a far field corrected by the
   compressible point vortex of the lift (J. L. Thomas, M. D. Salas, AIAA J. 24, 1986).
 """
@@ -150,15 +152,31 @@ def far_field(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4,
         view[:, along, g - 1 - k] = state
 
 
-def fill_corners(U, g: int, corners) -> None:
-    """Ghost cells in the corners named (``("i_low", "j_low")``, ...) between two physical
-    sides: the mean of the two side ghosts next to them, so that gradients near a corner
-    see finite values (only the cross terms of the first ghost layer use them)."""
-    for side_i, side_j in corners:
-        view = U[..., :: (1 if side_i == "i_low" else -1), :: (1 if side_j == "j_low" else -1)]
-        for a in range(g):
-            for b in range(g):
-                view[:, a, b] = 0.5 * (view[:, a, 2 * g - 1 - b] + view[:, 2 * g - 1 - a, b])
+def outflow(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4, start=None,
+            stop=None) -> None:  # fmt: skip
+    """The ends of an H- or C-grid: where the adjacent cell flows out subsonically, the
+    exterior pressure with density and velocity extrapolated (a boundary layer or wake
+    leaves undisturbed); where it flows out supersonically, zero gradient; where it flows
+    in, :func:`far_field`."""
+    g = metrics.ghosts
+    far_field(U, metrics, side, exterior, gamma, start, stop)
+    view = side_view(U, side)
+    along = _range(view, g, start, stop)
+    nx, ny, _ = outward_normals(metrics, side)
+    inside = view[:, along, g]
+    rho = inside[0]
+    u, v = inside[1] / rho, inside[2] / rho
+    p = (gamma - 1.0) * (inside[3] - 0.5 * rho * (u**2 + v**2))
+    vn = u * nx[along] + v * ny[along]
+    leaving = vn >= 0
+    supersonic = vn**2 >= gamma * p / rho
+    p_exit = np.asarray(exterior, float)[3]
+    p_ghost = np.where(supersonic, p, p_exit)
+    state = inside.copy()
+    state[3] = p_ghost / (gamma - 1.0) + 0.5 * rho * (u**2 + v**2)
+    for k in range(g):
+        ghost = view[:, along, g - 1 - k]
+        ghost[:, leaving] = state[:, leaving]
 
 
 def point_vortex_state(free_stream, x, y, lift_coefficient: float, chord: float = 1.0,

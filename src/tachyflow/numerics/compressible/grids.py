@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -63,12 +65,31 @@ def flat_plate_grid(
     """Nodes of an H-grid over a flat plate from ``x = 0`` to ``length``, with a symmetry
     plane ``upstream`` before it; clustered at the leading edge and the wall.
 
-    Returns ``x, y`` of shape ``(cells_upstream + cells_plate + 1, cells_normal + 1)``; the
-    wall is ``j = 0`` for ``i >= cells_upstream``.
+    Returns a :class:`BodyGrid` of ``(cells_upstream + cells_plate) x cells_normal`` cells
+    whose wall is ``j = 0`` for ``i >= cells_upstream``.
     """
     plate = geometric_spacing(leading_edge_spacing, length, cells_plate)
     before = -geometric_spacing(leading_edge_spacing, upstream, cells_upstream)[::-1]
     xs = np.concatenate([before[:-1], plate])
     ys = geometric_spacing(wall_spacing, height, cells_normal)
     x, y = np.meshgrid(xs, ys, indexing="ij")
-    return x, y
+    wall = (cells_upstream, cells_upstream + cells_plate)
+    return BodyGrid(x, y, wake_cells=0, wall=wall, name="flat-plate H-grid")
+
+
+@dataclass(frozen=True)
+class BodyGrid:
+    """Nodes ``x, y`` of shape ``(ni + 1, nj + 1)`` of a grid round or along a body, the
+    cells on each side of a wake cut (0: none) and the ``[start, stop)`` range of ``i``
+    whose ``j = 0`` faces are the wall (elsewhere on ``j = 0``: the wake cut, or a
+    symmetry plane)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    wake_cells: int
+    wall: tuple[int, int]
+    name: str = ""
+
+    @property
+    def cells(self) -> tuple[int, int]:
+        return self.x.shape[0] - 1, self.x.shape[1] - 1

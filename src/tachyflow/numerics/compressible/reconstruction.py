@@ -6,7 +6,10 @@ At the face between cells ``k-1`` and ``k`` the left state is
 
 - ``none``: the unlimited central slope (Fromm's scheme, kappa = 0), for smooth flows;
 - ``van-albada``: G. D. van Albada, B. van Leer, W. W. Roberts (1982),
-  ``(a (b^2 + e) + b (a^2 + e)) / (a^2 + b^2 + 2 e)``, smooth, ``e = 1e-12``;
+  ``(a (b^2 + e) + b (a^2 + e)) / (a^2 + b^2 + 2 e)`` with ``e = 1e-6``: differences below
+  about 1e-3 (of variables of order one in these units) are left unlimited, so that clipping
+  smooth extrema cannot stall a steady iteration, while shocks (differences of order 0.1)
+  are limited;
 - ``minmod``: the smaller slope when both have one sign, else 0.
 
 A face whose reconstructed density or pressure is not positive falls back to the cell
@@ -23,7 +26,7 @@ MINMOD = 2
 FIRST_ORDER = 3
 LIMITERS = {"none": NONE, "van-albada": VAN_ALBADA, "minmod": MINMOD, "first-order": FIRST_ORDER}
 
-_EPSILON = 1e-12
+_EPSILON = 1e-6
 
 
 @numba.njit(cache=True)

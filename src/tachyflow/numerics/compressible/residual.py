@@ -256,6 +256,13 @@ class FlowDiscretisation:
         primitive_into(U, self.Q, self.gamma)
         return self.Q
 
+    def update_state(self, U: np.ndarray) -> None:
+        """Primitive variables and viscosities of ``U`` (what :meth:`spectral_radii`
+        reads; :meth:`residual` does this too)."""
+        self.primitives(U)
+        if self.viscous:
+            self._transport(U)
+
     def _transport(self, U: np.ndarray) -> None:
         Q = self.Q
         temperature = self.gamma * Q[3] / Q[0]

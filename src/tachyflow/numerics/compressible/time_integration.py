@@ -15,16 +15,18 @@ from tachyflow.numerics.compressible import implicit
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 
 
-def ssp_rk3_step(U, dt, discretisation: FlowDiscretisation, fill_ghosts) -> np.ndarray:
+def ssp_rk3_step(U, dt, discretisation: FlowDiscretisation, fill_ghosts):
     """One SSP-RK3 step of ``dU/dt = -R(U) / area`` (``dt`` a number or a per-cell array);
-    returns the new state with its ghosts filled."""
+    returns the new state with its ghosts filled and ``R(U)`` of the old one."""
     area = discretisation.metrics.area
     owned = (slice(None), *discretisation.metrics.owned)
     rate = dt / area
+    residuals = []
 
     def euler(state):
         new = state.copy()
-        new[owned] -= (rate * discretisation.residual(state))[owned]
+        residuals.append(discretisation.residual(state))
+        new[owned] -= (rate * residuals[-1])[owned]
         return new
 
     first = euler(U)
@@ -34,7 +36,7 @@ def ssp_rk3_step(U, dt, discretisation: FlowDiscretisation, fill_ghosts) -> np.n
     third = U / 3.0 + 2.0 / 3.0 * euler(second)
     _clip_turbulence(third)
     fill_ghosts(third)
-    return third
+    return third, residuals[0]
 
 
 class ImplicitStepper:
