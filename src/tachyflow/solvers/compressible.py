@@ -104,12 +104,16 @@ class SingleBlock(Reductions):
         return f"SingleBlock({self.ni}x{self.nj} cells, wake_cut={self.wake_cut})"
 
 
-def _blocks(comm, ni: int, nj: int, wake_cells: int):
+def _blocks(comm, ni: int, nj: int, wake_cells: int, proc_grid):
     try:
         from tachyflow.parallel.structured_blocks import StructuredBlocks
     except ImportError:
         return SingleBlock(comm, ni, nj, 2, wake_cells)
-    return StructuredBlocks(comm, ni, nj, ghosts=2, wake_cut=wake_cells)
+    proc_grid = None if tuple(proc_grid) == (0, 0) else tuple(proc_grid)
+    try:
+        return StructuredBlocks(comm, ni, nj, ghosts=2, wake_cut=wake_cells, proc_grid=proc_grid)
+    except ValueError as error:
+        raise ConfigError(f"[parallel] proc_grid: {error}") from None
 
 
 def _segment_tuple(segment) -> tuple[str, str, int, int]:
@@ -155,7 +159,8 @@ class CompressibleSolver(Solver):
             raise ConfigError(f"{config.source}: grid {section.grid!r} has {grid.cells} cells, "
                               f"not compressible.cells = {section.cells}")  # fmt: skip
         ni, nj = grid.cells
-        return cls(_blocks(comm, ni, nj, grid.wake_cells), grid, section)
+        blocks = _blocks(comm, ni, nj, grid.wake_cells, config.parallel.proc_grid)
+        return cls(blocks, grid, section)
 
     def __init__(self, blocks, grid, section):
         self.decomposition = self.blocks = blocks

@@ -56,3 +56,36 @@ def flat_plate(section):
         wall_spacing=section.wall_spacing,
         leading_edge_spacing=min(2e-3, 0.25 / (ni - upstream_cells)),
     )
+
+
+def _c_grid(section, airfoil: str):
+    """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
+    try:
+        from tachyflow.numerics import airfoil_grids
+    except ImportError:
+        raise ValueError(
+            f"grid {section.grid!r} needs tachyflow.numerics.airfoil_grids (the C-grid "
+            "generator), which this installation lacks"
+        ) from None
+    shape = airfoil_grids.rae2822() if airfoil == "rae2822" else airfoil_grids.naca4(airfoil)
+    return airfoil_grids.c_grid(
+        shape,
+        cells=tuple(section.cells),
+        wake_cells=section.wake_cells,
+        far_field=section.far_field,
+        wall_spacing=section.wall_spacing,
+        reynolds=max(section.reynolds, 1e3),
+    )
+
+
+@register_grid("rae2822")
+def rae2822(section):
+    """The RAE 2822 supercritical airfoil in a C-grid (``cells``, ``wake_cells`` on each
+    side of the cut, ``far_field`` chords, ``wall_spacing``)."""
+    return _c_grid(section, "rae2822")
+
+
+@register_grid("naca0012")
+def naca0012(section):
+    """The NACA 0012 airfoil (sharp trailing edge) in a C-grid, as :func:`rae2822`."""
+    return _c_grid(section, "0012")
