@@ -56,6 +56,7 @@ class SingleBlock(Reductions):
         self.comm = comm
         self.ni, self.nj, self.ghosts, self.wake_cut = ni, nj, ghosts, wake_cut
         self.i_range, self.j_range = range(ni), range(nj)
+        self.proc_grid = (1, 1)
 
     def exchange(self, array: np.ndarray) -> np.ndarray:
         """Fill the wake-cut ghosts (the only ones inside the grid) in place."""
@@ -430,5 +431,6 @@ class CompressibleSolver(Solver):
         }  # fmt: skip
 
     def layout(self) -> dict:
+        """Grid, block grid and cells."""
         ni, nj = self.section.cells
-        return {"grid": [ni, nj], "cells": ni * nj, "blocks": repr(self.blocks)}
+        return {"grid": [ni, nj], "proc_grid": list(self.blocks.proc_grid), "cells": ni * nj}
