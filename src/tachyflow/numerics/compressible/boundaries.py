@@ -11,7 +11,6 @@ fills both ghost layers; layer ``k`` outside mirrors layer ``k`` inside.
 - :func:`far_field`: characteristic condition with the Riemann invariants
   ``V_n +- 2c/(gamma-1)`` normal to the face: outgoing from inside, incoming from the
   exterior state, entropy and tangential velocity from the upwind side.
-- :func:`extrapolation`: zero gradient (supersonic or wake outflow).
 - :func:`outflow`: the ends of H- and C-grids: exterior pressure, or zero gradient when
   supersonic, where the flow leaves; :func:`far_field` where it enters.
 - :func:`point_vortex_state`: the exterior state of a far field corrected by the
@@ -96,14 +95,6 @@ def slip_wall(U, metrics: BlockMetrics, side: str, start=None, stop=None) -> Non
         normal = inside[1] * nx + inside[2] * ny
         ghost[1] = inside[1] - 2.0 * normal * nx
         ghost[2] = inside[2] - 2.0 * normal * ny
-
-
-def extrapolation(U, side: str, g: int = 2, start=None, stop=None) -> None:
-    """Zero-gradient outflow on ``side``."""
-    view = side_view(U, side)
-    along = _range(view, g, start, stop)
-    for k in range(g):
-        view[:, along, g - 1 - k] = view[:, along, g]
 
 
 def far_field(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4,

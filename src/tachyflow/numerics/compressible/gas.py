@@ -61,16 +61,6 @@ def primitive_into(U, Q, gamma):  # pragma: no cover - compiled
                 Q[4, i, j] = U[4, i, j] / rho
 
 
-def temperature(rho, p, gamma: float = GAMMA):
-    """``T / T_inf = gamma p / rho``."""
-    return gamma * p / rho
-
-
-def sound_speed(rho, p, gamma: float = GAMMA):
-    """``c = sqrt(gamma p / rho)``."""
-    return np.sqrt(gamma * p / rho)
-
-
 @numba.njit(cache=True)
 def sutherland(T, mu_inf, s):  # pragma: no cover - compiled
     """Sutherland's law ``mu = mu_inf T^1.5 (1 + s) / (T + s)``, ``s = 110.4 K / T_inf``."""
@@ -139,5 +129,7 @@ class FreeStream:
         u, v = self.velocity
         values = [1.0, u, v, self.pressure]
         if nvar > 4:
-            values.append(self.nu_tilde_ratio * self.viscosity)
+            from tachyflow.numerics.compressible.turbulence import free_stream_nu_tilde
+
+            values.append(free_stream_nu_tilde(self.viscosity, self.nu_tilde_ratio))
         return np.array(values)

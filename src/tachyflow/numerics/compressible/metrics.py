@@ -40,12 +40,6 @@ class BlockMetrics:
     ghosts: int
 
     @property
-    def cells(self) -> tuple[int, int]:
-        """Owned cells ``(ni, nj)``."""
-        g = self.ghosts
-        return self.area.shape[0] - 2 * g, self.area.shape[1] - 2 * g
-
-    @property
     def owned(self) -> tuple[slice, slice]:
         """Index of the owned cells in a padded cell array."""
         g = self.ghosts
