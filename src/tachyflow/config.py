@@ -217,6 +217,52 @@ class PressureSection:
 
 
 @dataclass(frozen=True)
+class CompressibleSection:
+    """``[compressible]``: the 2D compressible Navier–Stokes / RANS solver (``solver =
+    "compressible"``): grid, free stream, scheme and the pseudo-time iteration.
+
+    ``grid`` names a registered grid (``"flat-plate"``: an H-grid over a plate of unit length
+    from x = 0, ``upstream`` chords of symmetry plane before it, ``far_field`` high) of
+    ``cells = [ni, nj]``; ``mach``, ``alpha`` (degrees), ``reynolds`` (per chord) and
+    ``temperature`` (K, for Sutherland's law) set the free stream. ``time_stepping``:
+    ``lu-sgs`` or ``dp-sgs`` (``sweeps`` symmetric Gauss–Seidel sweep pairs, Jacobi across
+    blocks) iterate to a steady state with local time steps, the CFL number growing
+    geometrically from ``cfl_start`` to ``cfl`` over ``cfl_ramp`` iterations, until the
+    density residual falls below ``target_residual`` times its first value; ``rk3``
+    (SSP-RK3) advances in time with ``[time] cfl`` or ``dt``.
+    """
+
+    grid: str = "flat-plate"
+    cells: tuple[int, int] = (64, 32)
+    wall_spacing: float = 5e-4
+    far_field: float = 0.5
+    upstream: float = 0.5
+    wake_cells: int = 0
+    mach: float = 0.4
+    alpha: float = 0.0
+    reynolds: float = 1e5
+    temperature: float = 288.15
+    scheme: str = "roe"
+    limiter: str = "van-albada"
+    entropy_fix: float = 0.1
+    turbulence: str = "laminar"
+    nu_tilde_ratio: float = 3.0
+    time_stepping: str = "dp-sgs"
+    sweeps: int = 4
+    cfl: float = 30.0
+    cfl_start: float = 2.0
+    cfl_ramp: int = 100
+    target_residual: float = 1e-7
+    vortex_correction: bool = False
+
+
+COMPRESSIBLE_SCHEMES = ("roe", "ausm+up")
+COMPRESSIBLE_LIMITERS = ("van-albada", "minmod", "none", "first-order")
+COMPRESSIBLE_TIME_STEPPING = ("lu-sgs", "dp-sgs", "rk3")
+TURBULENCE_MODELS = ("laminar", "sa")
+
+
+@dataclass(frozen=True)
 class AcousticsSection:
     """``[acoustics]``: a permeable FW-H surface sampled from the flow as the run goes.
 
@@ -377,6 +423,7 @@ class Config:
     statistics: StatisticsSection = field(default_factory=StatisticsSection)
     mesh: MeshSection = field(default_factory=MeshSection)
     pressure: PressureSection = field(default_factory=PressureSection)
+    compressible: CompressibleSection = field(default_factory=CompressibleSection)
     acoustics: AcousticsSection = field(default_factory=AcousticsSection)
     insitu: InsituSection = field(default_factory=InsituSection)
     # [observers.NAME] tables: a plug-in's observers and their options (tachyflow.observers).
@@ -507,6 +554,8 @@ def _validate(config: Config, source: str) -> None:
     require(config.case.solver in solvers.names(), "case.solver",
             f"one of {solvers.names()}", config.case.solver)  # fmt: skip
     _validate_pressure(config.pressure, require)
+    if config.case.solver == "compressible":
+        _validate_compressible(config.compressible, require)
 
     grid, flow, time, output = config.grid, config.flow, config.time, config.output
     require(all(n >= 1 for n in grid.cells), "grid.cells", "3 positive integers", grid.cells)
@@ -670,6 +719,46 @@ def _validate_scheme(table, prefix: str, require) -> None:
             table.time_order)  # fmt: skip
     require(table.interpolation in INTERPOLATIONS, f"{prefix}interpolation",
             f"one of {INTERPOLATIONS}", table.interpolation)  # fmt: skip
+
+
+def _validate_compressible(section: CompressibleSection, require) -> None:
+    from tachyflow.solvers.compressible_grids import grid_names
+
+    require(section.grid in grid_names(), "compressible.grid", f"one of {grid_names()}",
+            section.grid)  # fmt: skip
+    require(all(n >= 4 for n in section.cells), "compressible.cells", "[ni, nj], each >= 4",
+            section.cells)  # fmt: skip
+    require(0 <= 2 * section.wake_cells < section.cells[0], "compressible.wake_cells",
+            f"in [0, ni/2 = {section.cells[0] / 2})", section.wake_cells)  # fmt: skip
+    for key in ("wall_spacing", "far_field", "upstream", "mach", "temperature", "cfl",
+                "cfl_start", "nu_tilde_ratio"):  # fmt: skip
+        value = getattr(section, key)
+        require(value > 0, f"compressible.{key}", "positive", value)
+    require(section.reynolds >= 0, "compressible.reynolds", ">= 0 (0: inviscid)",
+            section.reynolds)  # fmt: skip
+    require(-90 < section.alpha < 90, "compressible.alpha", "in (-90, 90) degrees",
+            section.alpha)  # fmt: skip
+    require(section.scheme in COMPRESSIBLE_SCHEMES, "compressible.scheme",
+            f"one of {COMPRESSIBLE_SCHEMES}", section.scheme)  # fmt: skip
+    require(section.limiter in COMPRESSIBLE_LIMITERS, "compressible.limiter",
+            f"one of {COMPRESSIBLE_LIMITERS}", section.limiter)  # fmt: skip
+    require(0 <= section.entropy_fix < 1, "compressible.entropy_fix", "in [0, 1)",
+            section.entropy_fix)  # fmt: skip
+    require(section.turbulence in TURBULENCE_MODELS, "compressible.turbulence",
+            f"one of {TURBULENCE_MODELS}", section.turbulence)  # fmt: skip
+    require(section.turbulence == "laminar" or section.reynolds > 0, "compressible.reynolds",
+            "> 0 with turbulence = 'sa'", section.reynolds)  # fmt: skip
+    require(section.time_stepping in COMPRESSIBLE_TIME_STEPPING, "compressible.time_stepping",
+            f"one of {COMPRESSIBLE_TIME_STEPPING}", section.time_stepping)  # fmt: skip
+    require(section.sweeps >= 1, "compressible.sweeps", ">= 1", section.sweeps)
+    require(section.cfl_start <= section.cfl, "compressible.cfl_start",
+            f"<= cfl = {section.cfl}", section.cfl_start)  # fmt: skip
+    require(section.cfl_ramp >= 0, "compressible.cfl_ramp", ">= 0", section.cfl_ramp)
+    require(0 < section.target_residual < 1, "compressible.target_residual", "in (0, 1)",
+            section.target_residual)  # fmt: skip
+    require(not section.vortex_correction or section.mach < 1,
+            "compressible.vortex_correction", "false with a supersonic free stream",
+            section.vortex_correction)  # fmt: skip
 
 
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:

@@ -223,6 +223,9 @@ class Simulation:
                 advance(1)
                 if self.decomposition.maximum(stop.number):
                     self._stop(int(self.decomposition.maximum(stop.number)), watchers)
+                if solver.finished():  # a steady solver at its target: a normal end
+                    self.log(f"solver finished after step {solver.steps}")
+                    break
         if not steps:
             self.dt = 0.0
         for observer in watchers:

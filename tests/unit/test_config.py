@@ -75,7 +75,7 @@ def test_too_few_cells_and_a_folder_as_case_file_are_named(tmp_path):
 
 def test_the_solver_is_named_by_the_case_and_checked():
     assert config.load("pressure-box").case.solver == "pressure"
-    expected = r"'case\.solver' must be one of \['cylindrical', 'incompressible'"
+    expected = r"'case\.solver' must be one of \['compressible', 'cylindrical', 'incompressible'"
     with pytest.raises(ConfigError, match=expected):
         config.parse("[case]\nsolver = 'lbm'\n")
 

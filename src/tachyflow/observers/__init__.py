@@ -38,6 +38,7 @@ BUILTIN = (
     "tachyflow.observers.visualisation",
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
+    "tachyflow.observers.aerodynamics",
 )
 
 

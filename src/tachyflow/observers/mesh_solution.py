@@ -25,7 +25,11 @@ class MeshSolution(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        return None if observers.structured(config) else cls()
+        from tachyflow.solvers.base import solver_class
+
+        # Solvers on an unstructured mesh: no structured grid, and a solution to gather.
+        on_mesh = hasattr(solver_class(config.case.solver), "gather_solution")
+        return None if observers.structured(config) or not on_mesh else cls()
 
     def finish(self, run) -> None:
         solver, comm = run.solver, run.comm

@@ -24,6 +24,7 @@ BUILTIN = {
     "incompressible": "tachyflow.solvers.incompressible",
     "pressure": "tachyflow.solvers.pressure_case",
     "cylindrical": "tachyflow.solvers.cylindrical",
+    "compressible": "tachyflow.solvers.compressible",
 }
 
 
@@ -47,6 +48,7 @@ class Solver:
     Notes
     -----
     :meth:`from_case`, :meth:`step`, :meth:`statistics`, :meth:`stable_time_step`,
+    :meth:`finished`,
     :meth:`cfl_number`, :meth:`checkpoint_state`, :meth:`restore_state` and :meth:`free`
     are collective over the solver's communicator; :meth:`cell_field` is local.
     """
@@ -95,6 +97,12 @@ class Solver:
             if not np.isfinite(self.cell_field(name)).all():
                 return name
         return None
+
+    def finished(self) -> bool:
+        """True once the solver has reached its goal (a steady solver's target residual):
+        the run then ends after this step. Collective in effect: it must return the same
+        on every rank (decide it on reduced values)."""
+        return False
 
     def statistics(self) -> dict:
         """Global diagnostics of the current state (the columns of ``stats.csv``)."""

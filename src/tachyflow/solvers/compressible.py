@@ -1,0 +1,436 @@
+"""The ``compressible`` solver: 2D compressible Navier–Stokes / RANS on a structured grid,
+after MPINS2D of B.-S. Lee, J.-W. Hong, S. Lee, D. H. Lee, "Performance Analysis of
+Cluster Network Interfaces for Parallel Computing of Computational Fluid Dynamics" (RAE 2822
+on a 281 x 65 C-grid, DP-SGS, density residual to 1e-7).
+
+Cell-centred finite volumes (:mod:`tachyflow.numerics.compressible`): Roe or AUSM+-up
+fluxes of MUSCL states, second-order viscous fluxes, Spalart–Allmaras; steady flows by
+LU-SGS or DP-SGS pseudo-time iterations (one run step = one iteration; the run ends when
+the density residual reaches ``[compressible] target_residual`` relative to the first
+iteration), unsteady ones by SSP-RK3. The grid is cut into blocks by a structured block
+decomposition (``exchange`` of ghost cells, the wake cut included; physical sides from
+``boundary_sides``); each step alternates the block kernels with exchanges.
+
+Boundaries: ``j = 0`` is the wall on the grid's wall range (adiabatic no-slip, or slip
+when inviscid), a symmetry plane elsewhere unless it is the wake cut; the outer boundary is
+a characteristic far field (the free stream, or with ``vortex_correction`` the free stream
+plus the point vortex of the current lift); the ``i`` ends are outflows (the free-stream
+pressure where the flow leaves, the characteristic far field where it enters).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tachyflow.errors import ConfigError
+from tachyflow.numerics.compressible import boundaries
+from tachyflow.numerics.compressible.gas import FreeStream, conservative
+from tachyflow.numerics.compressible.metrics import BlockMetrics, wall_distance
+from tachyflow.numerics.compressible.residual import FlowDiscretisation
+from tachyflow.numerics.compressible.surface import force_coefficients, wall_faces
+from tachyflow.numerics.compressible.time_integration import ImplicitStepper, ssp_rk3_step
+from tachyflow.parallel.reductions import Reductions
+from tachyflow.solvers.base import Solver, register
+from tachyflow.solvers.compressible_grids import build_grid
+
+EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
+# Residuals are relative to the largest of the first iterations: the very first can be
+# round-off, when the free stream the run starts from already satisfies an equation (the
+# continuity equation next to a flat plate).
+REFERENCE_ITERATIONS = 5
+COEFFICIENTS = ("CL", "CD", "CM", "CL_p", "CL_f", "CD_p", "CD_f", "CM_p", "CM_f")
+
+
+class SingleBlock(Reductions):
+    """The whole grid as one block on one rank, with the interface of
+    ``tachyflow.parallel.structured_blocks.StructuredBlocks`` (which replaces it where
+    present): the exchange fills only the wake cut (ghost ``(i, -1-k)`` = cell
+    ``(ni-1-i, k)``). Collective over a one-rank communicator."""
+
+    def __init__(self, comm, ni: int, nj: int, ghosts: int = 2, wake_cut: int = 0):
+        if comm.Get_size() != 1:
+            raise ConfigError(
+                "solver 'compressible' runs on one rank until the structured block "
+                f"decomposition is installed; got {comm.Get_size()} ranks"
+            )
+        self.comm = comm
+        self.ni, self.nj, self.ghosts, self.wake_cut = ni, nj, ghosts, wake_cut
+        self.i_range, self.j_range = range(ni), range(nj)
+        self.proc_grid = (1, 1)
+
+    def exchange(self, array: np.ndarray) -> np.ndarray:
+        """Fill the wake-cut ghosts (the only ones inside the grid) in place."""
+        g, w = self.ghosts, self.wake_cut
+        if w:
+            for k in range(g):
+                row = array[..., g : g + self.ni, g + k]
+                ghost = array[..., g : g + self.ni, g - 1 - k]
+                ghost[..., :w] = row[..., ::-1][..., :w]
+                ghost[..., -w:] = row[..., ::-1][..., -w:]
+        return array
+
+    def boundary_sides(self):
+        """``(side, kind, start, stop)`` of the physical sides (global cell ranges)."""
+        w, ni = self.wake_cut, self.ni
+        segments = [("j_low", "wall", w, ni - w), ("j_high", "farfield", 0, ni)]
+        if w:
+            segments += [("j_low", "wake", 0, w), ("j_low", "wake", ni - w, ni)]
+        segments += [("i_low", "outflow", 0, self.nj), ("i_high", "outflow", 0, self.nj)]
+        return segments
+
+    def node_piece(self, x, y):
+        """Nodes with ghost nodes: mirrored across the wake cut, extrapolated elsewhere."""
+        from tachyflow.numerics.compressible.grids import extrapolate_ghost_nodes
+
+        px, py = extrapolate_ghost_nodes(x, y, self.ghosts)
+        g, w, ni = self.ghosts, self.wake_cut, self.ni
+        if w:
+            for padded, nodes in ((px, x), (py, y)):
+                for k in range(1, g + 1):
+                    mirrored = nodes[::-1, k]
+                    padded[g : g + w + 1, g - k] = mirrored[: w + 1]
+                    padded[g + ni - w : g + ni + 1, g - k] = mirrored[ni - w :]
+        return px, py
+
+    def max(self, value):
+        return self.maximum(value)
+
+    def sum(self, value):
+        return self.sum_arrays(value) if np.ndim(value) else super().sum(value)
+
+    def free(self) -> None:
+        """Nothing to release (the communicator is the caller's)."""
+
+    def __repr__(self) -> str:
+        return f"SingleBlock({self.ni}x{self.nj} cells, wake_cut={self.wake_cut})"
+
+
+def _blocks(comm, ni: int, nj: int, wake_cells: int, proc_grid):
+    try:
+        from tachyflow.parallel.structured_blocks import StructuredBlocks
+    except ImportError:
+        return SingleBlock(comm, ni, nj, 2, wake_cells)
+    proc_grid = None if tuple(proc_grid) == (0, 0) else tuple(proc_grid)
+    try:
+        return StructuredBlocks(comm, ni, nj, ghosts=2, wake_cut=wake_cells, proc_grid=proc_grid)
+    except ValueError as error:
+        raise ConfigError(f"[parallel] proc_grid: {error}") from None
+
+
+def _segment_tuple(segment) -> tuple[str, str, int, int]:
+    if isinstance(segment, tuple):
+        return segment
+    return segment.side, segment.kind, segment.start, segment.stop
+
+
+@register("compressible")
+class CompressibleSolver(Solver):
+    """``[case] solver = "compressible"``: one block of the grid per rank.
+
+    Parameters
+    ----------
+    blocks
+        The block decomposition (``StructuredBlocks`` or :class:`SingleBlock`); owns the
+        communicator.
+    grid
+        The global grid (:func:`tachyflow.solvers.compressible_grids.build_grid`).
+    section : CompressibleSection
+        ``[compressible]`` of the case.
+
+    Notes
+    -----
+    Construction, :meth:`step`, :meth:`statistics`, :meth:`stable_time_step`,
+    :meth:`cfl_number`, :meth:`wall_surface` and :meth:`aerodynamic_summary` are collective.
+    """
+
+    structured = False  # no pencil grid: images, field series and checkpoints do not apply
+    statistics_columns = (
+        "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
+        *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,
+    )  # fmt: skip
+
+    @classmethod
+    def from_case(cls, config, comm, planning: str = "measure") -> CompressibleSolver:
+        section = config.compressible
+        try:
+            grid = build_grid(section)
+        except ValueError as error:
+            raise ConfigError(f"{config.source}: [compressible] grid: {error}") from None
+        if grid.cells != tuple(section.cells):
+            raise ConfigError(f"{config.source}: grid {section.grid!r} has {grid.cells} cells, "
+                              f"not compressible.cells = {section.cells}")  # fmt: skip
+        ni, nj = grid.cells
+        blocks = _blocks(comm, ni, nj, grid.wake_cells, config.parallel.proc_grid)
+        return cls(blocks, grid, section)
+
+    def __init__(self, blocks, grid, section):
+        self.decomposition = self.blocks = blocks
+        self.section = section
+        self.grid = None  # no pencil geometry for the pencil-grid outputs
+        self.steps, self.time = 0, 0.0
+        self.free_stream = FreeStream(
+            section.mach, section.alpha, section.reynolds, section.temperature,
+            section.nu_tilde_ratio,
+        )  # fmt: skip
+        self.steady = section.time_stepping != "rk3"
+        g = 2
+        x, y = blocks.node_piece(grid.x, grid.y)
+        self.metrics = metrics = BlockMetrics.from_nodes(x, y, g)
+        self.offset = (blocks.i_range.start - g, blocks.j_range.start - g)
+        self.segments = self._classify(blocks.boundary_sides(), grid.wall)
+        turbulent = section.turbulence == "sa"
+        distance = self._wall_distance() if turbulent else None
+        self.discretisation = FlowDiscretisation(
+            metrics, self.free_stream, section.scheme, section.limiter, section.turbulence,
+            wall_distance=distance, entropy_fix=section.entropy_fix,
+        )  # fmt: skip
+        self.nvar = self.discretisation.nvar
+        self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
+        sweeps = section.sweeps if section.time_stepping == "dp-sgs" else 1
+        self.stepper = ImplicitStepper(self.discretisation, sweeps, blocks.exchange)
+        self._far_field = self._far_field_points()
+        self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
+                              * np.ones(metrics.area.shape))  # fmt: skip
+        self.coefficients = dict.fromkeys(COEFFICIENTS, 0.0)
+        self.fill_ghosts(self.U)
+        self.first_norms = None
+        self.norms = np.full(self.nvar, np.nan)
+        self.pseudo_cfl = 0.0
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def _classify(self, sides, wall) -> list[tuple[str, str, int, int, int, int]]:
+        """Physical segments as ``(side, kind, start, stop, fill_start, fill_stop)`` in local
+        padded indices (the owned faces; the cells the condition fills), in the order they
+        are applied: the j sides, then the i sides. ``j_low`` outside the
+        grid's wall range is a symmetry plane. A segment reaching the block's edge where
+        the grid goes on with the same kind is extended over the ghost cells there (and a
+        j segment at a physical i side too, which the i side then overwrites), so that the
+        corner ghosts, which the exchange leaves alone, hold boundary values."""
+        g = 2
+        ni, nj = self.section.cells
+
+        def kind_at(side: str, index: int) -> str | None:
+            if index < 0 or index >= (ni if side.startswith("j") else nj):
+                return "beyond"
+            if side != "j_low":
+                return "farfield" if side == "j_high" else "outflow"
+            if wall[0] <= index < wall[1]:
+                return "wall"
+            inside_cut = index < self.blocks.wake_cut or index >= ni - self.blocks.wake_cut
+            return "wake" if inside_cut else "symmetry"
+
+        segments = []
+        for side, kind, start, stop in map(_segment_tuple, sides):
+            pieces = [(kind, start, stop)]
+            if kind == "wall":
+                pieces = [
+                    ("wall", max(start, wall[0]), min(stop, wall[1])),
+                    ("symmetry", start, min(stop, wall[0])),
+                    ("symmetry", max(start, wall[1]), stop),
+                ]
+            along = self.blocks.i_range if side.startswith("j") else self.blocks.j_range
+            shift = self.offset[0] if side.startswith("j") else self.offset[1]
+            for piece, a, b in pieces:
+                if a >= b or piece == "wake":
+                    continue
+                fill_a = (
+                    a - g if a == along.start and kind_at(side, a - 1) in (piece, "beyond") else a
+                )
+                fill_b = b + g if b == along.stop and kind_at(side, b) in (piece, "beyond") else b
+                segments.append((side, piece, *(n - shift for n in (a, b, fill_a, fill_b))))
+        return sorted(segments, key=lambda segment: segment[0].startswith("i"))
+
+    def _wall_distance(self) -> np.ndarray:
+        """Distance of each cell centre to the nearest wall face of any block."""
+        local = []
+        m = self.metrics
+        for side, kind, start, stop, *_ in self.segments:
+            if kind == "wall":
+                x = boundaries.side_view(m.x, side)[start : stop + 1, m.ghosts]
+                y = boundaries.side_view(m.y, side)[start : stop + 1, m.ghosts]
+                local.append(np.stack([x[:-1], y[:-1], x[1:], y[1:]], axis=1))
+        mine = np.concatenate(local) if local else np.zeros((0, 4))
+        everyone = self.blocks.comm.allgather(mine)  # O(wall faces): the wall is small
+        return wall_distance(m.xc, m.yc, np.concatenate(everyone))
+
+    def _far_field_points(self) -> dict:
+        points = {}
+        for side, kind, _, _, start, stop in self.segments:
+            if kind in ("farfield", "outflow"):
+                x, y = boundaries.face_midpoints(self.metrics, side)
+                points[(side, start)] = (x[start:stop], y[start:stop])
+        return points
+
+    # -- boundary conditions and exchange ----------------------------------------------------
+
+    def fill_ghosts(self, U: np.ndarray) -> None:
+        """The block exchange, then the boundary conditions of the physical sides, j sides
+        first (collective)."""
+        m, fs, g = self.metrics, self.free_stream, 2
+        self.blocks.exchange(U)
+        viscous = self.discretisation.viscous
+        vortex = self.section.vortex_correction and self.coefficients["CL"] != 0.0
+        for side, kind, _, _, start, stop in self.segments:
+            if kind == "wall" and viscous:
+                boundaries.wall(U, side, g, start, stop)
+            elif kind in ("wall", "symmetry"):
+                boundaries.slip_wall(U, m, side, start, stop)
+            else:  # far field and the i ends
+                if vortex:
+                    x, y = self._far_field[(side, start)]
+                    state = boundaries.point_vortex_state(fs, x, y, self.coefficients["CL"],
+                                                          nvar=self.nvar)  # fmt: skip
+                else:
+                    state = fs.primitive(self.nvar)
+                condition = boundaries.outflow if kind == "outflow" else boundaries.far_field
+                condition(U, m, side, state, fs.gamma, start, stop)
+
+    # -- the Solver interface ----------------------------------------------------------------
+
+    def step(self, dt: float) -> None:
+        """One pseudo-time iteration (LU-SGS, DP-SGS) or one SSP-RK3 step of ``dt``."""
+        if self.steady:
+            self.pseudo_cfl = self._ramped_cfl()
+            residual = self.stepper.step(self.U, self.pseudo_cfl, self.fill_ghosts)
+        else:
+            self.U, residual = ssp_rk3_step(self.U, dt, self.discretisation, self.fill_ghosts)
+        self._record_norms(residual)
+        self.coefficients = self._force_coefficients()
+        self.steps += 1
+        self.time += dt
+
+    def _ramped_cfl(self) -> float:
+        s = self.section
+        if s.cfl_ramp == 0 or self.steps >= s.cfl_ramp:
+            return s.cfl
+        return s.cfl_start * (s.cfl / s.cfl_start) ** (self.steps / s.cfl_ramp)
+
+    def _record_norms(self, residual: np.ndarray) -> None:
+        """Global L2 norms of ``R / area`` per equation, and the reference they are measured
+        against: the largest of the first :data:`REFERENCE_ITERATIONS` iterations."""
+        m = self.metrics
+        owned = (slice(None), *m.owned)
+        rates = residual[owned] / m.area[m.owned]
+        sums = self.blocks.sum(np.append(np.sum(rates**2, axis=(1, 2)), rates[0].size))
+        self.norms = np.sqrt(sums[:-1] / sums[-1])
+        if self.steps < REFERENCE_ITERATIONS:
+            reference = self.norms if self.first_norms is None else self.first_norms
+            self.first_norms = np.maximum(reference, self.norms)
+
+    def _force_coefficients(self) -> dict:
+        Q = self.discretisation.primitives(self.U)
+        names, values = [], []
+        for side, kind, start, stop, *_ in self.segments:
+            if kind == "wall":
+                faces = wall_faces(Q, self.metrics, side, self.free_stream, start, stop)
+                part = force_coefficients(faces, self.free_stream.alpha_degrees)
+                names = list(part)
+                values.append([part[name] for name in names])
+        names = names or [*COEFFICIENTS]
+        local = np.sum(values, axis=0) if values else np.zeros(len(names))
+        return dict(zip(names, (float(v) for v in self.blocks.sum(local)), strict=True))
+
+    @property
+    def density_residual(self) -> float:
+        """Density residual relative to the first iterations' (NaN before them)."""
+        if self.first_norms is None:
+            return float("nan")
+        return float(self.norms[0] / self.first_norms[0])
+
+    def finished(self) -> bool:
+        """Steady runs end once the density residual reaches the target."""
+        return (
+            self.steady
+            and self.steps >= REFERENCE_ITERATIONS
+            and self.density_residual <= self.section.target_residual
+        )
+
+    def stable_time_step(self, cfl: float) -> float:
+        """SSP-RK3: the smallest local time step at ``cfl`` (collective); steady runs: 1,
+        one unit of pseudo time per iteration (their CFL is ``pseudo_cfl``)."""
+        if self.steady:
+            return 1.0
+        return cfl * self._unit_cfl_step()
+
+    def _unit_cfl_step(self) -> float:
+        disc = self.discretisation
+        disc.update_state(self.U)
+        disc.spectral_radii()
+        local = disc.local_time_step(1.0)[self.metrics.owned].min()
+        return -self.blocks.max(-float(local))
+
+    def cfl_number(self, dt: float) -> float:
+        """The CFL number of an SSP-RK3 step; 0 for pseudo-time iterations (their CFL,
+        ``pseudo_cfl``, is local and unbounded)."""
+        return 0.0 if self.steady else dt / self._unit_cfl_step()
+
+    def cell_field(self, name: str) -> np.ndarray:
+        Q = self.discretisation.primitives(self.U)[(slice(None), *self.metrics.owned)]
+        gamma = self.free_stream.gamma
+        values = {
+            "rho": lambda: Q[0], "u": lambda: Q[1], "v": lambda: Q[2], "p": lambda: Q[3],
+            "mach": lambda: np.hypot(Q[1], Q[2]) / np.sqrt(gamma * Q[3] / Q[0]),
+            "nu_tilde": lambda: Q[4],
+        }  # fmt: skip
+        if name not in self.fields:
+            raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        return np.array(values[name]())
+
+    def statistics(self) -> dict:
+        """Residuals relative to the first iteration (every equation) and the force
+        coefficients (pressure and friction parts) of the current state."""
+        relative = np.full(len(EQUATIONS), np.nan)
+        if self.first_norms is not None:
+            relative[: self.nvar] = self.norms / self.first_norms
+        return {
+            "step": self.steps,
+            "time": self.time,
+            "pseudo_cfl": self.pseudo_cfl,
+            "density_residual": float(relative[0]),
+            **{
+                f"residual_{name}": float(v)
+                for name, v in zip(EQUATIONS[1:], relative[1:], strict=True)
+            },
+            **self.coefficients,
+        }
+
+    def wall_surface(self) -> dict | None:
+        """Per wall face, in ``i`` order: ``x/c``, ``y/c``, ``Cp`` and ``Cf``, on rank 0
+        (None elsewhere) (collective)."""
+        Q = self.discretisation.primitives(self.U)
+        rows = []
+        for side, kind, start, stop, *_ in self.segments:
+            if kind == "wall":
+                faces = wall_faces(Q, self.metrics, side, self.free_stream, start, stop)
+                index = np.arange(start, stop) + self.offset[0]
+                rows.append(np.stack([index, faces.x, faces.y, faces.cp, faces.cf], axis=1))
+        mine = np.concatenate(rows) if rows else np.zeros((0, 5))
+        gathered = self.blocks.comm.gather(mine, root=0)
+        if gathered is None:
+            return None
+        table = np.concatenate(gathered)
+        table = table[np.argsort(table[:, 0], kind="stable")]
+        return {"x/c": table[:, 1], "y/c": table[:, 2], "Cp": table[:, 3], "Cf": table[:, 4]}
+
+    def aerodynamic_summary(self) -> dict:
+        """Coefficients, iterations, convergence and conditions (equal on every rank)."""
+        s = self.section
+        return {
+            **self.coefficients,
+            "iterations": self.steps,
+            "converged": bool(self.finished()),
+            "density_residual": self.density_residual,
+            "target_residual": s.target_residual,
+            "conditions": {
+                "grid": s.grid, "cells": list(s.cells), "mach": s.mach, "alpha": s.alpha,
+                "reynolds": s.reynolds, "temperature": s.temperature, "scheme": s.scheme,
+                "limiter": s.limiter, "turbulence": s.turbulence,
+                "time_stepping": s.time_stepping,
+            },
+        }  # fmt: skip
+
+    def layout(self) -> dict:
+        """Grid, block grid and cells."""
+        ni, nj = self.section.cells
+        return {"grid": [ni, nj], "proc_grid": list(self.blocks.proc_grid), "cells": ni * nj}

@@ -1,0 +1,91 @@
+"""Grids the compressible solver can run on, by name (``[compressible] grid``).
+
+A grid builder takes the ``[compressible]`` section and returns an object with node arrays
+``x, y`` of shape ``(ni + 1, nj + 1)`` (i round or along the body, j off it, right-handed),
+``wake_cells`` and ``wall = (start, stop)`` (see
+:class:`tachyflow.numerics.compressible.grids.BodyGrid`). Builders are registered with
+:func:`register_grid`; this module stays light (reading a case file imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_BUILDERS: dict[str, Callable] = {}
+
+
+def register_grid(name: str):
+    """Decorator: register a grid builder ``builder(section) -> grid`` under ``name``."""
+
+    def add(builder):
+        if name in _BUILDERS and _BUILDERS[name] is not builder:
+            raise ValueError(f"a compressible grid named {name!r} is already registered")
+        _BUILDERS[name] = builder
+        return builder
+
+    return add
+
+
+def grid_names() -> list[str]:
+    """Names a case may give as ``[compressible] grid``."""
+    return sorted(_BUILDERS)
+
+
+def build_grid(section):
+    """The grid ``section.grid`` of the ``[compressible]`` section."""
+    if section.grid not in _BUILDERS:
+        raise ValueError(f"grid must be one of {grid_names()}, got {section.grid!r}")
+    return _BUILDERS[section.grid](section)
+
+
+@register_grid("flat-plate")
+def flat_plate(section):
+    """A plate of unit length from x = 0 with ``upstream`` chords of symmetry plane before
+    it (a quarter of the i cells, at least 4) and the far field ``far_field`` above."""
+    from tachyflow.numerics.compressible.grids import flat_plate_grid
+
+    ni, nj = section.cells
+    upstream_cells = max(4, ni // 4)
+    return flat_plate_grid(
+        cells_upstream=upstream_cells,
+        cells_plate=ni - upstream_cells,
+        cells_normal=nj,
+        upstream=section.upstream,
+        length=1.0,
+        height=section.far_field,
+        wall_spacing=section.wall_spacing,
+        leading_edge_spacing=min(2e-3, 0.25 / (ni - upstream_cells)),
+    )
+
+
+def _c_grid(section, airfoil: str):
+    """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
+    try:
+        from tachyflow.numerics import airfoil_grids
+    except ImportError:
+        raise ValueError(
+            f"grid {section.grid!r} needs tachyflow.numerics.airfoil_grids (the C-grid "
+            "generator), which this installation lacks"
+        ) from None
+    shape = airfoil_grids.rae2822() if airfoil == "rae2822" else airfoil_grids.naca4(airfoil)
+    return airfoil_grids.c_grid(
+        shape,
+        cells=tuple(section.cells),
+        wake_cells=section.wake_cells,
+        far_field=section.far_field,
+        wall_spacing=section.wall_spacing,
+        reynolds=max(section.reynolds, 1e3),
+    )
+
+
+@register_grid("rae2822")
+def rae2822(section):
+    """The RAE 2822 supercritical airfoil in a C-grid (``cells``, ``wake_cells`` on each
+    side of the cut, ``far_field`` chords, ``wall_spacing``)."""
+    return _c_grid(section, "rae2822")
+
+
+@register_grid("naca0012")
+def naca0012(section):
+    """The NACA 0012 airfoil (sharp trailing edge) in a C-grid, as :func:`rae2822`."""
+    return _c_grid(section, "0012")
