@@ -29,7 +29,6 @@ from tachyflow.numerics.compressible.metrics import BlockMetrics, wall_distance
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 from tachyflow.numerics.compressible.surface import force_coefficients, wall_faces
 from tachyflow.numerics.compressible.time_integration import ImplicitStepper, ssp_rk3_step
-from tachyflow.parallel.reductions import Reductions
 from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.compressible_grids import build_grid
 
@@ -41,75 +40,9 @@ REFERENCE_ITERATIONS = 5
 COEFFICIENTS = ("CL", "CD", "CM", "CL_p", "CL_f", "CD_p", "CD_f", "CM_p", "CM_f")
 
 
-class SingleBlock(Reductions):
-    """The whole grid as one block on one rank, with the interface of
-    ``tachyflow.parallel.structured_blocks.StructuredBlocks`` (which replaces it where
-    present): the exchange fills only the wake cut (ghost ``(i, -1-k)`` = cell
-    ``(ni-1-i, k)``). Collective over a one-rank communicator."""
-
-    def __init__(self, comm, ni: int, nj: int, ghosts: int = 2, wake_cut: int = 0):
-        if comm.Get_size() != 1:
-            raise ConfigError(
-                "solver 'compressible' runs on one rank until the structured block "
-                f"decomposition is installed; got {comm.Get_size()} ranks"
-            )
-        self.comm = comm
-        self.ni, self.nj, self.ghosts, self.wake_cut = ni, nj, ghosts, wake_cut
-        self.i_range, self.j_range = range(ni), range(nj)
-        self.proc_grid = (1, 1)
-
-    def exchange(self, array: np.ndarray) -> np.ndarray:
-        """Fill the wake-cut ghosts (the only ones inside the grid) in place."""
-        g, w = self.ghosts, self.wake_cut
-        if w:
-            for k in range(g):
-                row = array[..., g : g + self.ni, g + k]
-                ghost = array[..., g : g + self.ni, g - 1 - k]
-                ghost[..., :w] = row[..., ::-1][..., :w]
-                ghost[..., -w:] = row[..., ::-1][..., -w:]
-        return array
-
-    def boundary_sides(self):
-        """``(side, kind, start, stop)`` of the physical sides (global cell ranges)."""
-        w, ni = self.wake_cut, self.ni
-        segments = [("j_low", "wall", w, ni - w), ("j_high", "farfield", 0, ni)]
-        if w:
-            segments += [("j_low", "wake", 0, w), ("j_low", "wake", ni - w, ni)]
-        segments += [("i_low", "outflow", 0, self.nj), ("i_high", "outflow", 0, self.nj)]
-        return segments
-
-    def node_piece(self, x, y):
-        """Nodes with ghost nodes: mirrored across the wake cut, extrapolated elsewhere."""
-        from tachyflow.numerics.compressible.grids import extrapolate_ghost_nodes
-
-        px, py = extrapolate_ghost_nodes(x, y, self.ghosts)
-        g, w, ni = self.ghosts, self.wake_cut, self.ni
-        if w:
-            for padded, nodes in ((px, x), (py, y)):
-                for k in range(1, g + 1):
-                    mirrored = nodes[::-1, k]
-                    padded[g : g + w + 1, g - k] = mirrored[: w + 1]
-                    padded[g + ni - w : g + ni + 1, g - k] = mirrored[ni - w :]
-        return px, py
-
-    def max(self, value):
-        return self.maximum(value)
-
-    def sum(self, value):
-        return self.sum_arrays(value) if np.ndim(value) else super().sum(value)
-
-    def free(self) -> None:
-        """Nothing to release (the communicator is the caller's)."""
-
-    def __repr__(self) -> str:
-        return f"SingleBlock({self.ni}x{self.nj} cells, wake_cut={self.wake_cut})"
-
-
 def _blocks(comm, ni: int, nj: int, wake_cells: int, proc_grid):
-    try:
-        from tachyflow.parallel.structured_blocks import StructuredBlocks
-    except ImportError:
-        return SingleBlock(comm, ni, nj, 2, wake_cells)
+    from tachyflow.parallel.structured_blocks import StructuredBlocks
+
     proc_grid = None if tuple(proc_grid) == (0, 0) else tuple(proc_grid)
     try:
         return StructuredBlocks(comm, ni, nj, ghosts=2, wake_cut=wake_cells, proc_grid=proc_grid)
@@ -130,7 +63,7 @@ class CompressibleSolver(Solver):
     Parameters
     ----------
     blocks
-        The block decomposition (``StructuredBlocks`` or :class:`SingleBlock`); owns the
+        The block decomposition (``StructuredBlocks``); owns the
         communicator.
     grid
         The global grid (:func:`tachyflow.solvers.compressible_grids.build_grid`).

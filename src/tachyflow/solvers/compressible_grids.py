@@ -3,7 +3,7 @@
 A grid builder takes the ``[compressible]`` section and returns an object with node arrays
 ``x, y`` of shape ``(ni + 1, nj + 1)`` (i round or along the body, j off it, right-handed),
 ``wake_cells`` and ``wall = (start, stop)`` (see
-:class:`tachyflow.numerics.compressible.grids.BodyGrid`). Builders are registered with
+:class:`tachyflow.numerics.airfoil_grids.StructuredGrid`). Builders are registered with
 :func:`register_grid`; this module stays light (reading a case file imports it).
 """
 
@@ -42,16 +42,15 @@ def build_grid(section):
 def flat_plate(section):
     """A plate of unit length from x = 0 with ``upstream`` chords of symmetry plane before
     it (a quarter of the i cells, at least 4) and the far field ``far_field`` above."""
-    from tachyflow.numerics.compressible.grids import flat_plate_grid
+    from tachyflow.numerics.airfoil_grids import flat_plate_h_grid
 
     ni, nj = section.cells
     upstream_cells = max(4, ni // 4)
-    return flat_plate_grid(
-        cells_upstream=upstream_cells,
-        cells_plate=ni - upstream_cells,
-        cells_normal=nj,
-        upstream=section.upstream,
-        length=1.0,
+    return flat_plate_h_grid(
+        cells=(ni, nj),
+        upstream_cells=upstream_cells,
+        plate_length=1.0,
+        upstream_length=section.upstream,
         height=section.far_field,
         wall_spacing=section.wall_spacing,
         leading_edge_spacing=min(2e-3, 0.25 / (ni - upstream_cells)),
@@ -60,13 +59,8 @@ def flat_plate(section):
 
 def _c_grid(section, airfoil: str):
     """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
-    try:
-        from tachyflow.numerics import airfoil_grids
-    except ImportError:
-        raise ValueError(
-            f"grid {section.grid!r} needs tachyflow.numerics.airfoil_grids (the C-grid "
-            "generator), which this installation lacks"
-        ) from None
+    from tachyflow.numerics import airfoil_grids
+
     shape = airfoil_grids.rae2822() if airfoil == "rae2822" else airfoil_grids.naca4(airfoil)
     return airfoil_grids.c_grid(
         shape,
