@@ -10,12 +10,13 @@ emulated cluster (:mod:`tachyflow.cluster`) can shape, every one as an ordinary 
 bench`` command with ``--nodes``; this module names those stages and merges what they wrote
 into one ``networks`` results document: per network the ping-pong latency and bandwidth, the
 Hockney fit beside the papers' built-in profiles, the allreduce measured against the fitted
-model's prediction, NPB kernels, the channel step and the unstructured solver, each with its
-slowdown against shared memory.
+model's prediction, NPB kernels, the channel step, the unstructured solver and MPINS2D (the
+``rae2822`` case's DP-SGS iterations), each with its slowdown against shared memory.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from tachyflow.io.figures import pyplot, save_figure
 SHARED_MEMORY = "shared-memory"  # every rank on one node: the MPI library's own transport
 UNSHAPED = "unshaped"  # TCP between emulated nodes, no bandwidth limit
 DEFAULT_NETWORKS = (SHARED_MEMORY, UNSHAPED, "1Gbit", "100Mbit")
-STAGES = ("pingpong", "allreduce", "npb", "step", "unstructured")
+STAGES = ("pingpong", "allreduce", "npb", "step", "unstructured", "mpins2d")
 NPB_KERNELS = ("cg", "mg", "ft", "is", "ep")
 # The built-in profiles of Lee et al.'s networks, for the fitted ones to be shown beside.
 PAPER_PROFILES = ("fast-ethernet", "gigabit-ethernet", "myrinet-2000")
@@ -107,6 +108,12 @@ class NetworkPlan:
             stages.append(
                 ("unstructured", ["bench", "unstructured", "--cells", cells, "--ranks", ranks,
                                   *spread, "--petsc-grid", "0", "-o", out])
+            )  # fmt: skip
+        if "mpins2d" in self.stages:
+            stages.append(
+                ("MPINS2D", ["run", "rae2822", "-n", ranks, *spread, "--steps",
+                             "20" if self.quick else "200", "-o",
+                             str(self.folder(network) / "mpins2d")])
             )  # fmt: skip
         return stages
 
@@ -211,6 +218,15 @@ def summarise(network: str, folder: Path) -> dict:
             }
             for e in entries
         ]
+    run = folder / "mpins2d" / "timings.json"
+    if run.exists():
+        timings = json.loads(run.read_text())
+        summary["mpins2d"] = {
+            "seconds_per_iteration": timings["time_per_step"]["median"],
+            "cells": timings["cells"],
+            "iterations": timings["steps"],
+        }
+        summary.setdefault("mpi", timings.get("mpi"))
     if "mpi" not in summary:
         first = next((docs[0] for docs in documents.values() if docs[0].get("mpi")), None)
         summary["mpi"] = None if first is None else first["mpi"]
@@ -229,6 +245,8 @@ def _measurements(summary: dict) -> dict[str, tuple[float, bool]]:
         found["channel step"] = (summary["step"]["seconds"], summary["step"]["verified"])
     for entry in summary.get("unstructured", []):
         found[f"Jacobi-CG iteration, {entry['mesh']}"] = (entry["per_iteration"], True)
+    if "mpins2d" in summary:
+        found["MPINS2D iteration"] = (summary["mpins2d"]["seconds_per_iteration"], True)
     return found
 
 
@@ -304,6 +322,8 @@ def _trends(summaries: list[dict], slowdowns: dict[str, dict[str, float]]) -> di
             worst = max(kernels, key=kernels.get)
             row["most_sensitive_npb_kernel"] = worst
             row["its_slowdown"] = kernels[worst]
+        if "MPINS2D iteration" in slowdowns.get(network, {}) and network != SHARED_MEMORY:
+            row["mpins2d_slowdown"] = slowdowns[network]["MPINS2D iteration"]
         ratios = [r["measured_over_predicted"] for r in summary.get("allreduce", [])]
         if ratios:
             logs = sorted(abs(math.log(r)) for r in ratios)

@@ -27,8 +27,9 @@ class Networks(Benchmark):
         "For shared memory and each emulated network (`tachyflow cluster up` is run for each "
         "bandwidth, so this needs root or CAP_NET_ADMIN), run the ping-pong (the NetPIPE "
         "figure of Lee, Hong, Lee & Lee) and its Hockney fit, the allreduce against the "
-        "fitted model's prediction, NPB CG/MG/FT/IS/EP, the channel time step and the "
-        "unstructured pressure solver (Jeon & Choi) with the ranks spread over --nodes; then "
+        "fitted model's prediction, NPB CG/MG/FT/IS/EP, the channel time step, the "
+        "unstructured pressure solver (Jeon & Choi) and MPINS2D (the rae2822 case's DP-SGS "
+        "iterations) with the ranks spread over --nodes; then "
         "one networks results document (every measurement's slowdown against shared memory, "
         "the papers' network profiles beside the fitted ones) and an HTML report. The "
         "cluster is taken down at the end. Latency is not emulated (no netem in this "
@@ -128,7 +129,7 @@ def _print_trends(document: dict) -> None:
 
     table = Table(title="networks (slowdown against shared memory)")
     for column in ("network", "latency", "peak bandwidth", "fitted", "most hurt NPB kernel",
-                   "allreduce model off by"):  # fmt: skip
+                   "MPINS2D", "allreduce model off by"):  # fmt: skip
         table.add_column(column, justify="left" if column == "network" else "right")
     for network, row in document["summary"].items():
         fitted = (
@@ -143,6 +144,7 @@ def _print_trends(document: dict) -> None:
             fitted,
             f"{row['most_sensitive_npb_kernel']} ({row['its_slowdown']:.1f}x)"
             if "most_sensitive_npb_kernel" in row else "",
+            f"{row['mpins2d_slowdown']:.2f}x" if "mpins2d_slowdown" in row else "",
             f"{row['allreduce_model_error_median']:.0%}"
             if "allreduce_model_error_median" in row else "",
         )  # fmt: skip
