@@ -4,8 +4,10 @@ with ``tc``, and an MPI launcher that starts ranks inside them (no ssh).
 ``tachyflow cluster up --nodes N [--bandwidth 100Mbit]`` makes N namespaces
 ``tachyflow-node0`` ... with private addresses ``10.231.0.1`` ... on the bridge
 ``tfbr0`` (one veth pair each); with a bandwidth, an HTB class shapes both ends of every
-link (rate = ceil, a large quantum: ``tbf`` overshoots with large messages). This
-kernel has no ``netem``: latency is not emulated, it is modelled (``tachyflow model``).
+link (rate = ceil, a large quantum: ``tbf`` overshoots with large messages). With
+``--latency``, a ``netem`` delay of half the latency on each end of every link, where the
+kernel has ``netem``; where it has not (these machines), ``up`` says so and makes nothing,
+and the cost models add latency instead (``tachyflow model``).
 ``tachyflow ... -n R --nodes N`` then runs mpiexec inside node 0 with Hydra's ssh
 launcher replaced by a script that enters the target node's namespace, the ranks placed
 in blocks, and MPICH forced onto TCP (``MPIR_CVAR_CH4_NETMOD=ofi``, ``FI_PROVIDER=tcp``:
@@ -35,6 +37,8 @@ MAX_NODES = 64
 # What forces MPICH (the mpich wheel, CH4) onto TCP between the namespaces.
 TCP_ENVIRONMENT = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 BANDWIDTH = re.compile(r"^(\d+(?:\.\d+)?)\s*([kKmMgG])bit$")
+LATENCY = re.compile(r"^(\d+(?:\.\d+)?)\s*(us|ms)$")
+NO_NETEM = "not emulated (no netem in this kernel): modelled by tachyflow model"
 
 
 class ClusterError(ConfigError):
@@ -55,6 +59,19 @@ class ClusterState:
     addresses: list[str]
     namespaces: list[str]
     launcher: str
+    latency: str | None = None
+
+
+def parse_latency(text: str | None) -> float | None:
+    """Seconds from ``"50us"`` or ``"1.5ms"`` (one-way, between two nodes); None for none."""
+    if text is None or text.lower() == "none":
+        return None
+    match = LATENCY.match(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise ClusterError(
+            f"--latency {text!r}: expected a positive time such as 50us or 1ms, or none"
+        )
+    return float(match.group(1)) * (1e-6 if match.group(2) == "us" else 1e-3)
 
 
 def parse_bandwidth(text: str | None) -> tuple[str | None, float | None]:
@@ -122,6 +139,20 @@ def _shape(device: str, megabits: float, namespace: str | None = None) -> None:
          "rate", rate, "ceil", rate, "quantum", "200000", namespace=namespace)  # fmt: skip
 
 
+def _delay(device: str, seconds: float, shaped: bool, namespace: str | None = None) -> None:
+    """A netem delay of ``seconds`` on ``device`` (under the HTB class when ``shaped``)."""
+    where = ("parent", "1:10", "handle", "10:") if shaped else ("root", "handle", "1:")
+    result = _run("tc", "qdisc", "add", "dev", device, *where, "netem", "delay",
+                  f"{seconds * 1e6:.0f}us", namespace=namespace, check=False)  # fmt: skip
+    if result.returncode:
+        detail = result.stderr.strip() or f"exit code {result.returncode}"
+        raise ClusterError(
+            f"--latency: this kernel cannot delay packets (tc netem: {detail}); latency is "
+            "not emulated here: leave --latency out and let the cost models add it "
+            "(tachyflow model predict --profile ...)"
+        )
+
+
 def _write_launcher(folder: Path, namespaces: list[str], addresses: list[str]) -> Path:
     """The program Hydra calls instead of ssh: ``launcher [options] HOST COMMAND...``."""
     cases = "\n".join(
@@ -143,18 +174,24 @@ exec ip netns exec "$node" sh -c "$*"
     return path
 
 
-def up(nodes: int, bandwidth: str | None = None) -> tuple[ClusterState, bool]:
+def up(
+    nodes: int, bandwidth: str | None = None, latency: str | None = None
+) -> tuple[ClusterState, bool]:
     """Make the emulated cluster (idempotent); returns its state and whether it was made
-    now (False: the same cluster was already up)."""
+    now (False: the same cluster was already up). ``latency`` (one-way, node to node)
+    needs netem: without it, ClusterError and nothing made."""
     if not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"--nodes {nodes!r}: expected 1 to {MAX_NODES}")
     label, megabits = parse_bandwidth(bandwidth)
+    delay = parse_latency(latency)
+    latency_label = None if delay is None else latency.strip()
     _require_tools()
     existing = read_state()
     if (
         existing is not None
         and existing.nodes == nodes
         and existing.bandwidth == label
+        and existing.latency == latency_label
         and _namespaces() == existing.namespaces
     ):
         return existing, False
@@ -175,10 +212,13 @@ def up(nodes: int, bandwidth: str | None = None) -> tuple[ClusterState, bool]:
             if megabits is not None:  # both directions of the link
                 _shape(veth, megabits)
                 _shape("eth0", megabits, namespace=name)
+            if delay is not None:  # half on each end: a message crosses two of them
+                _delay(veth, delay / 2, megabits is not None)
+                _delay("eth0", delay / 2, megabits is not None, namespace=name)
         folder = state_folder()
         folder.mkdir(parents=True, exist_ok=True)
         launcher = _write_launcher(folder, namespaces, addresses)
-        state = ClusterState(nodes, label, addresses, namespaces, str(launcher))
+        state = ClusterState(nodes, label, addresses, namespaces, str(launcher), latency_label)
         (folder / "state.json").write_text(json.dumps(asdict(state), indent=2) + "\n")
     except BaseException:
         down()  # leave nothing half made
@@ -211,10 +251,11 @@ def status() -> dict:
     report = {
         "up": state is not None and found == state.namespaces,
         "namespaces": found,
-        "latency": "not emulated (no netem in this kernel): modelled by tachyflow model",
+        "latency": NO_NETEM,
     }
     if state is not None:
         report.update(asdict(state))
+        report["latency"] = state.latency or NO_NETEM
         if found != state.namespaces:
             report["stale"] = "the recorded nodes do not all exist: run `tachyflow cluster down`"
     elif found:

@@ -92,6 +92,21 @@ def test_two_shaped_nodes_come_up_carry_mpi_over_tcp_and_go_down(cluster_state, 
     )
 
 
+def test_latency_is_emulated_with_netem_or_refused_without_leaving_anything(cluster_state):
+    up = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "1Gbit", "--latency", "1ms")
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    if up.returncode:  # this kernel has no netem: said in one line, nothing made
+        assert up.returncode == 2 and "cannot delay packets" in up.stderr, up.stderr
+        assert "tachyflow-node" not in listed
+        status = json.loads(tachyflow("cluster", "status").stdout)
+        assert not status["up"] and "not emulated" in status["latency"]
+    else:
+        status = json.loads(tachyflow("cluster", "status").stdout)
+        assert status["up"] and status["latency"] == "1ms"
+    bad = tachyflow("cluster", "up", "--nodes", "2", "--latency", "slow")
+    assert bad.returncode == 2 and "expected a positive time such as 50us" in bad.stderr
+
+
 def test_cluster_input_is_checked(cluster_state):
     bad = tachyflow("cluster", "up", "--nodes", "2", "--bandwidth", "fast")
     assert bad.returncode == 2 and "expected a rate such as 100Mbit" in bad.stderr

@@ -22,8 +22,9 @@ class ClusterUp(Command):
     help = "make N emulated nodes (idempotent)"
     description = (
         "Make N network namespaces tachyflow-node0.. with addresses 10.231.0.1.. on a bridge, "
-        "links shaped to --bandwidth (HTB on both ends; latency is not emulated: this kernel "
-        "has no netem)."
+        "links shaped to --bandwidth (HTB on both ends) and, where the kernel has netem, "
+        "delayed by --latency (without netem: an error, nothing made; the cost models add "
+        "latency instead)."
     )
     uses_mpi = False
 
@@ -35,13 +36,22 @@ class ClusterUp(Command):
             metavar="RATE",
             help="link rate: 100Mbit, 1Gbit, 10Gbit, ... or none (default none: unshaped)",
         )
+        parser.add_argument(
+            "--latency",
+            default="none",
+            metavar="TIME",
+            help="one-way delay between nodes, e.g. 50us or 1ms (needs netem in the kernel; "
+            "default none)",
+        )
 
     def run(self, args) -> int:
         from tachyflow import cluster
 
-        state, made = cluster.up(args.nodes, args.bandwidth)
+        state, made = cluster.up(args.nodes, args.bandwidth, args.latency)
         console = runtime.make_console()
         network = state.bandwidth or "unshaped links"
+        if state.latency:
+            network += f", {state.latency} latency"
         console.print(
             f"{'made' if made else 'already up'}: {state.nodes} nodes "
             f"({', '.join(state.addresses)}), {network}; run with -n R --nodes K"
