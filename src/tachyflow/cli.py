@@ -34,6 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     command = args.command_object
     ranks = getattr(args, "ranks", None)
+    if getattr(args, "pin_cores", False):  # read by every rank as MPI starts
+        os.environ[runtime.PIN_VARIABLE] = "core"
+    try:
+        runtime.check_pinning()
+    except ConfigError as error:
+        print(f"tachyflow: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if ranks is not None and not runtime.under_launcher():
         try:
             code = command.orchestrate(args, arguments)  # commands that also launch peers

@@ -317,7 +317,7 @@ def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[s
             "--host", ",".join(f"{a}:{per_node}" for a in state.addresses[:nodes]),
             "--map-by", f"ppr:{per_node}:node",
         ]  # fmt: skip
-        for name in ("MPI4PY_LIBMPI", "PYTHONPATH"):
+        for name in ("MPI4PY_LIBMPI", "PYTHONPATH", "TACHYFLOW_PIN"):
             if name in os.environ:
                 command += ["-x", name]
         for name, value in environment.items():

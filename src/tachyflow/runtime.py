@@ -26,6 +26,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tachyflow.errors import ConfigError
+
 # Environment variables that launchers set in the processes they start: MPICH/Hydra and
 # Intel MPI (PMI_*), Open MPI (OMPI_*), PMIx launchers (prterun, srun --mpi=pmix), Slurm,
 # Cray PALS. Any of them means "already under a launcher: do not relaunch".
@@ -131,6 +133,17 @@ def _die_with_parent() -> None:
         pass
 
 
+PIN_VARIABLE = "TACHYFLOW_PIN"
+PINNINGS = ("none", "core")
+
+
+def check_pinning() -> None:
+    """Refuse a ``$TACHYFLOW_PIN`` other than ``none`` or ``core`` (ConfigError)."""
+    pinning = os.environ.get(PIN_VARIABLE, "none")
+    if pinning not in PINNINGS:
+        raise ConfigError(f"${PIN_VARIABLE} = {pinning!r}: expected one of {PINNINGS}")
+
+
 def mpi_info(comm) -> dict:
     """MPI library, standard version, ranks, nodes, ranks per node and the network between
     nodes (collective over ``comm``). A node is a host and network namespace: the nodes of
@@ -153,6 +166,10 @@ def mpi_info(comm) -> dict:
         "ranks_per_node": max(nodes.values()),
         "network": (spread and os.environ.get("TACHYFLOW_NETWORK")) or "shared memory",
         "placement": (spread and os.environ.get("TACHYFLOW_PLACEMENT")) or "one node",
+        "pinning": os.environ.get(PIN_VARIABLE, "none"),
+        "cores_per_rank": comm.gather(sorted(os.sched_getaffinity(0)), root=0)
+        if os.environ.get(PIN_VARIABLE, "none") != "none"
+        else None,
     }
 
 
@@ -169,13 +186,30 @@ def defer_mpi_initialisation() -> None:
 
 
 def initialise_mpi():
-    """Initialise MPI if nothing has (thread level multiple, as mpi4py's default);
-    ``COMM_WORLD``."""
+    """Initialise MPI if nothing has (thread level multiple, as mpi4py's default), then,
+    with ``$TACHYFLOW_PIN=core``, bind each rank to a core (:func:`pin_to_cores`);
+    ``COMM_WORLD``. Collective on first use."""
     from mpi4py import MPI
 
     if not MPI.Is_initialized():
         MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        if os.environ.get(PIN_VARIABLE) == "core":  # other values: refused by the CLI
+            pin_to_cores(MPI.COMM_WORLD)
     return MPI.COMM_WORLD
+
+
+def pin_to_cores(comm) -> int:
+    """Bind this rank to one core of its machine (collective): the ranks of one machine
+    (by processor name: the emulated nodes of :mod:`tachyflow.cluster` share one) take its
+    available cores in rank order, round robin. Returns the core."""
+    from mpi4py import MPI
+
+    machines = comm.allgather(MPI.Get_processor_name())
+    index = machines[: comm.Get_rank()].count(machines[comm.Get_rank()])
+    cores = sorted(os.sched_getaffinity(0))
+    core = cores[index % len(cores)]
+    os.sched_setaffinity(0, {core})
+    return core
 
 
 def world():

@@ -529,3 +529,16 @@ def test_acoustics_predicts_a_dipole_from_recorded_surface_data(tmp_path):
     expected = np.loadtxt(out / "signals.csv", delimiter=",")
     found = np.loadtxt(tmp_path / "series" / "signals.csv", delimiter=",")
     np.testing.assert_allclose(found, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+
+
+def test_ranks_pinned_to_cores_on_request():
+    cores = sorted(os.sched_getaffinity(0))
+    result = tachyflow("info", "-n", "2", "--pin-cores", "--json")
+    assert result.returncode == 0, result.stderr
+    details = json.loads(result.stdout)
+    assert details["pinning"] == "core"
+    assert details["cores_per_rank"] == [[cores[0]], [cores[1 % len(cores)]]]
+    free = json.loads(tachyflow("info", "-n", "2", "--json").stdout)
+    assert free["pinning"] == "none" and free["cores_per_rank"] is None
+    bad = tachyflow("info", "-n", "2", env={"TACHYFLOW_PIN": "socket"})
+    assert bad.returncode == 2 and "expected one of ('none', 'core')" in bad.stderr

@@ -49,6 +49,8 @@ class Info(Command):
             "ranks_per_node": mpi["ranks_per_node"],
             "network": mpi["network"],
             "placement": mpi["placement"],
+            "pinning": mpi["pinning"],
+            "cores_per_rank": mpi["cores_per_rank"],
             "cores": machine["cores"],
             "cores_available": machine["cores_available"],
             "processor": machine["processor"],

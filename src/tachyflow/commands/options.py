@@ -90,6 +90,11 @@ def add_ranks(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="spread the ranks over K nodes of the emulated cluster (`tachyflow cluster up`)",
     )
+    parser.add_argument(
+        "--pin-cores",
+        action="store_true",
+        help="bind each rank to one core of its machine (sets $TACHYFLOW_PIN=core)",
+    )
 
 
 def add_output(parser: argparse.ArgumentParser) -> None:
