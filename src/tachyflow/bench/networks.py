@@ -75,7 +75,7 @@ class NetworkPlan:
         problem_class = "S" if self.quick else self.problem_class
         stages = []
         if "pingpong" in self.stages:
-            largest = "64KiB" if self.quick else "4MiB"
+            largest = "256KiB" if self.quick else "4MiB"
             pingpong = str(self.folder(network) / f"pingpong_{ranks}ranks.json")
             stages += [
                 ("ping-pong", ["bench", "pingpong", "-n", ranks, *spread, "--max-size", largest,
