@@ -201,62 +201,60 @@ def _viscous(
     u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, nu, explicit, implicit
 ):  # pragma: no cover
     nx, nr, nt = implicit.shape[1:]
-    dx2 = dx**2
+    along_x = 1.0 / dx**2
     for i in range(1, nx + 1):
         for j in range(1, nr + 1):
-            inverse_rc2 = 1.0 / (rc[j] * rc[j] * dt * dt)
+            # The row's metric factors, as multipliers (the k loops then have no division).
+            centre_theta = 1.0 / (rc[j] * rc[j] * dt * dt)
+            face_theta = 1.0 / (rf[j] * rf[j] * dt * dt)
+            flux_above, flux_below = rf[j] / gap[j], rf[j - 1] / gap[j - 1]
+            cell, cell_above = 1.0 / (rc[j] * width[j]), 1.0 / (rc[j + 1] * width[j + 1])
+            swirl_coupling = 1.0 / (dt * rf[j])
+            radial_coupling = 1.0 / (dt * rc[j] ** 3)
+            angular_above = 1.0 / (rf[j] * gap[j])
+            angular_below = 1.0 / (rf[j - 1] * gap[j - 1])  # inf on the axis: not used there
+            ring = 1.0 / width[j]
+            rc_above, rc_here, rc_below = rc[j + 1], rc[j], rc[j - 1]
             # θ second derivative: implicit up to row `core`, explicit beyond (a weight of 0
             # or 1 on each side adds it to one of them exactly, without a branch).
             implicit_theta = 1.0 if j <= core else 0.0
             explicit_theta = 1.0 - implicit_theta
-            rf_up, rf_down, gap_up, gap_down = rf[j], rf[j - 1], gap[j], gap[j - 1]
-            cell = rc[j] * width[j]
             # Axial: (1/r) ∂(r ∂u/∂r)/∂r (no flux through the axis: rf = 0 there).
             for k in range(1, nt + 1):
                 centre = u[i, j, k]
-                above = rf_up * (u[i, j + 1, k] - centre) / gap_up
-                below = rf_down * (centre - u[i, j - 1, k]) / gap_down
-                along = (u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]) / dx2
-                across = (above - below) / cell
-                theta = (u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]) * inverse_rc2
+                above = flux_above * (u[i, j + 1, k] - centre)
+                below = flux_below * (centre - u[i, j - 1, k])
+                along = (u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]) * along_x
+                across = (above - below) * cell
+                theta = (u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]) * centre_theta
                 explicit[0, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
                 implicit[0, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
             # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ.
-            cell_up = rc[j + 1] * width[j + 1]
-            face_theta = rf_up * rf_up * dt * dt
             for k in range(1, nt + 1):
                 centre = q[i, j, k]
-                outer = (q[i, j + 1, k] - centre) / cell_up
-                inner = (centre - q[i, j - 1, k]) / cell
-                swirl_slope = (
-                    0.5 * (w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]) / dt
-                )
-                along = (
-                    q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]
-                ) / dx2 - 2.0 * swirl_slope / rf_up
-                across = rf_up * (outer - inner) / gap_up
-                theta = (q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]) / face_theta
+                outer = (q[i, j + 1, k] - centre) * cell_above
+                inner = (centre - q[i, j - 1, k]) * cell
+                swirl = w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]
+                along = (q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]) * along_x
+                along -= swirl * swirl_coupling
+                across = flux_above * (outer - inner)
+                theta = (q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]) * face_theta
                 explicit[1, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
                 implicit[1, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
             # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
             on_axis = axis and j == 1
             axis_flux = omega[i - 1] if on_axis else 0.0  # ω_x on the axis
-            rc_up, rc_here, rc_down = rc[j + 1], rc[j], rc[j - 1]
-            flux_up, flux_down = rf_up * gap_up, rf_down * gap_down
-            twist = dt * rc_here**3
-            width_here = width[j]
             for k in range(1, nt + 1):
                 centre = w[i, j, k]
-                above = (rc_up * w[i, j + 1, k] - rc_here * centre) / flux_up
-                below = (rc_here * centre - rc_down * w[i, j - 1, k]) / flux_down
+                above = (rc_above * w[i, j + 1, k] - rc_here * centre) * angular_above
+                below = (rc_here * centre - rc_below * w[i, j - 1, k]) * angular_below
                 if on_axis:
                     below = axis_flux
-                radial_ahead = 0.5 * (q[i, j, k + 1] + q[i, j - 1, k + 1])
-                radial_here = 0.5 * (q[i, j, k] + q[i, j - 1, k])
-                coupling = 2.0 * (radial_ahead - radial_here) / twist
-                along = (w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]) / dx2 + coupling
-                across = (above - below) / width_here
-                theta = (w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]) * inverse_rc2
+                radial = q[i, j, k + 1] + q[i, j - 1, k + 1] - q[i, j, k] - q[i, j - 1, k]
+                along = (w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]) * along_x
+                along += radial * radial_coupling
+                across = (above - below) * ring
+                theta = (w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]) * centre_theta
                 explicit[2, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
                 implicit[2, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
 
