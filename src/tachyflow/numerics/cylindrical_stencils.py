@@ -291,19 +291,6 @@ def add_viscous(
     return implicit
 
 
-def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int = -1):
-    """The viscous operators (without ν) of u, q and w at their owned points, split as in
-    :func:`add_viscous`.
-
-    Returns
-    -------
-    explicit, implicit : tuple of 3 arrays each
-    """
-    explicit = np.zeros((3, *(n - 2 for n in u.shape)))
-    implicit = add_viscous(u, q, w, m, dx, dt, axis_omega, core, 1.0, explicit)
-    return tuple(explicit), tuple(implicit)
-
-
 @numba.njit(cache=True, error_model="numpy")
 def _rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):  # pragma: no cover
     flat_explicit, flat_previous = explicit.ravel(), previous.ravel()
