@@ -135,3 +135,18 @@ def test_a_factored_periodic_diffusion_solves_every_right_hand_side_exactly():
         operator.solve(np.zeros((2, 4, n)))
     with pytest.raises(ValueError, match="at least 3 unknowns"):
         FactoredPeriodicDiffusion(coupling, 2)
+
+
+def test_kernels_fill_given_work_arrays_and_refuse_wrong_ones():
+    (u, q, w, _), m = fields(GRIDS["pipe"], seed=5)
+    fresh = stencils.advection(u, q, w, m, DX, DT, 0.4)
+    out = np.full_like(fresh, np.nan)
+    assert stencils.advection(u, q, w, m, DX, DT, 0.4, out=out) is out
+    assert np.array_equal(out, fresh)
+    divergence = np.empty(fresh.shape[1:])
+    result = stencils.divergence(u, q, w, m, DX, DT, out=divergence)
+    assert result is divergence and np.array_equal(result, stencils.divergence(u, q, w, m, DX, DT))
+    with pytest.raises(ValueError, match="C-contiguous float64 array of shape"):
+        stencils.advection(u, q, w, m, DX, DT, 0.4, out=out[:, :, :, ::2])
+    with pytest.raises(ValueError, match="C-contiguous float64 array of shape"):
+        stencils.add_viscous(u, q, w, m, DX, DT, None, -1, 1.0, out, np.empty((3, 1, 1, 1)))

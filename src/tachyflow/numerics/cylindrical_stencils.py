@@ -80,9 +80,10 @@ def _divergence(u, q, w, rc, width, dx, dt, scale, out):  # pragma: no cover
                 )
 
 
-def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0):
-    """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing; a new array)."""
-    out = np.empty(tuple(n - 2 for n in u.shape))
+def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None):
+    """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing), into ``out`` (a
+    new array if None); returns it."""
+    out = _owned_array(u.shape, out)
     rc, _, width, _ = m.columns()
     _divergence(u, q, w, rc, width, dx, dt, scale, out)
     return out
@@ -184,14 +185,27 @@ def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pr
                 hw[i - 1, j - 1, k - 1] = -(flux_x + flux_r + flux_t) - turning * radial / rc_here
 
 
-def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float):
+def _owned_array(ghosted_shape, out, components: int = 0) -> np.ndarray:
+    """``out``, checked to be a C-contiguous float64 array of the owned points of
+    ``components`` fields (0: one field, no leading axis), or a new one if None."""
+    shape = tuple(n - 2 for n in ghosted_shape)
+    shape = (components, *shape) if components else shape
+    if out is None:
+        return np.empty(shape)
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}, got "
+                         f"{out.dtype} {out.shape}")  # fmt: skip
+    return out
+
+
+def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float, out=None):
     """Minus the advective terms, plus the Coriolis terms, of u, q and w (owned values).
 
     ``u·∇u`` in the conservative forms of Verzicco & Orlandi; in the radial equation the
     centripetal ``u_θ²`` term; the frame's Coriolis force ``-2Ω × u``. Returns one array
-    of shape ``(3, nx, nr, nθ)``, the terms of u, q and w.
+    of shape ``(3, nx, nr, nθ)``, the terms of u, q and w: ``out`` (a new array if None).
     """
-    out = np.empty((3, *(n - 2 for n in u.shape)))
+    out = _owned_array(u.shape, out, 3)
     _advection(u, q, w, *m.columns(), dx, dt, float(rotation), *out)
     return out
 
@@ -261,7 +275,7 @@ def _viscous(
 
 def add_viscous(
     u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int, nu: float,
-    explicit: np.ndarray,
+    explicit: np.ndarray, implicit: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """The viscous terms of u, q and w at their owned points, in one pass: ``ν`` times what
     is advanced explicitly (the axial second derivative and the θ couplings of u_r and
@@ -277,8 +291,9 @@ def add_viscous(
     Returns
     -------
     implicit : array of shape ``(3, nx, nr, nθ)``
+        ``implicit`` if given (overwritten), else a new array.
     """
-    implicit = np.empty((3, *(n - 2 for n in u.shape)))
+    implicit = _owned_array(u.shape, implicit, 3)
     if explicit.shape != implicit.shape:
         raise ValueError(f"explicit has shape {explicit.shape}, expected {implicit.shape}")
     axis = axis_omega is not None

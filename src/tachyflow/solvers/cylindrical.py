@@ -192,6 +192,13 @@ class CylindricalSolver(PencilSolver):
         self.pressure_gradient = (
             self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
         )
+        # Work arrays of the owned points, kept (fresh large arrays cost page faults every
+        # substep): the explicit terms of this substep and of the previous one, in turn,
+        # the implicit terms (then the increments), the divergence.
+        owned = decomposition.local_shape("y")
+        self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
+        self._implicit_terms = np.empty((3, *owned))
+        self._divergence_values = np.empty(owned)
         self._bands = stencils.radial_bands(grid, self.slip_outer)
         self._implicit_cache: dict[tuple, tuple] = {}
         # Radii of the θ-lines on this rank's z-pencil: of u and w, of q (for the θ solves).
@@ -285,14 +292,18 @@ class CylindricalSolver(PencilSolver):
     def _explicit_and_implicit_terms(self):
         """(explicit terms of RK3, viscous terms treated by Crank–Nicolson) of u, q, w, each
         one array of shape ``(3, nx, nr, nθ)`` (owned points)."""
+        # Not the array holding the previous substep's terms.
+        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
         with self.timer("advection"):
-            explicit = stencils.advection(
-                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation
-            )
+            stencils.advection(
+                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation,
+                out=explicit,
+            )  # fmt: skip
         with self.timer("diffusion"):
             implicit = stencils.add_viscous(
                 self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
                 self._axis_vorticity(), self.core_rows, self.viscosity, explicit,
+                self._implicit_terms,
             )  # fmt: skip
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
@@ -382,10 +393,11 @@ class CylindricalSolver(PencilSolver):
         self._project(alpha * dt)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells."""
+        """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""
         return stencils.divergence(
-            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale
-        )
+            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
+            out=self._divergence_values,
+        )  # fmt: skip
 
     def _subtract_pressure_gradient(self, factor: float) -> None:
         """``u -= factor ∇p`` on the owned faces."""
