@@ -65,22 +65,49 @@ class RadialMetrics:
         return tuple(np.ascontiguousarray(array.ravel()) for array in arrays)
 
 
-def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0):
-    """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing)."""
-    rc, width = m.centre[:, I], m.width[:, I]
-    return scale * (
-        (u[I, I, I] - u[DOWN, I, I]) / dx
-        + (q[I, I, I] - q[I, DOWN, I]) / (rc * width)
-        + (w[I, I, I] - w[I, I, DOWN]) / (rc * dt)
-    )
+@numba.njit(cache=True, error_model="numpy")
+def _divergence(u, q, w, rc, width, dx, dt, scale, out):  # pragma: no cover
+    nx, nr, nt = out.shape
+    for i in range(1, nx + 1):
+        for j in range(1, nr + 1):
+            radial = rc[j] * width[j]
+            azimuthal = rc[j] * dt
+            for k in range(1, nt + 1):
+                out[i - 1, j - 1, k - 1] = scale * (
+                    (u[i, j, k] - u[i - 1, j, k]) / dx
+                    + (q[i, j, k] - q[i, j - 1, k]) / radial
+                    + (w[i, j, k] - w[i, j, k - 1]) / azimuthal
+                )
+
+
+def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None):
+    """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing), into ``out`` (a
+    new array if None); returns it."""
+    out = _owned_array(u.shape, out)
+    rc, _, width, _ = m.columns()
+    _divergence(u, q, w, rc, width, dx, dt, scale, out)
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor):  # pragma: no cover
+    nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
+    for i in range(1, nx + 1):
+        for j in range(1, nr + 1):
+            radial = factor * rf[j]
+            azimuthal = rc[j] * dt
+            for k in range(1, nt + 1):
+                centre = p[i, j, k]
+                u[i, j, k] -= factor * (p[i + 1, j, k] - centre) / dx
+                if j < nr:  # the outer wall face stays 0
+                    q[i, j, k] -= radial * (p[i, j + 1, k] - centre) / gap[j]
+                w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / azimuthal
 
 
 def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float):
     """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0)."""
-    centre = p[I, I, I]
-    u[I, I, I] -= factor * (p[UP, I, I] - centre) / dx
-    q[I, 1:-2, I] -= factor * m.face[:, 1:-2] * (p[I, 2:-1, I] - p[I, 1:-2, I]) / m.gap[:, 1:-2]
-    w[I, I, I] -= factor * (p[I, I, UP] - centre) / (m.centre[:, I] * dt)
+    rc, rf, _, gap = m.columns()
+    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor))
 
 
 def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarray:
@@ -89,13 +116,14 @@ def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarra
     return 2.0 * w_first_ring_mean / m.centre[0, 1, 0]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pragma: no cover
     nx, nr, nt = hu.shape
     for i in range(1, nx + 1):
         for j in range(1, nr + 1):
+            cell_r, cell_t = rc[j] * width[j], rc[j] * dt
+            # Axial momentum at (x-face i, centre j, centre k).
             for k in range(1, nt + 1):
-                # Axial momentum at (x-face i, centre j, centre k).
                 ahead = 0.5 * (u[i, j, k] + u[i + 1, j, k])
                 behind = 0.5 * (u[i - 1, j, k] + u[i, j, k])
                 flux_x = (ahead * ahead - behind * behind) / dx
@@ -103,14 +131,18 @@ def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pr
                 below = (
                     0.25 * (q[i, j - 1, k] + q[i + 1, j - 1, k]) * (u[i, j - 1, k] + u[i, j, k])
                 )
-                flux_r = (above - below) / (rc[j] * width[j])
+                flux_r = (above - below) / cell_r
                 after = 0.25 * (w[i, j, k] + w[i + 1, j, k]) * (u[i, j, k] + u[i, j, k + 1])
                 before = (
                     0.25 * (w[i, j, k - 1] + w[i + 1, j, k - 1]) * (u[i, j, k - 1] + u[i, j, k])
                 )
-                flux_t = (after - before) / (rc[j] * dt)
+                flux_t = (after - before) / cell_t
                 hu[i - 1, j - 1, k - 1] = -(flux_x + flux_r + flux_t)
-                # Radial momentum times r at (centre i, r-face j, centre k).
+            # Radial momentum times r at (centre i, r-face j, centre k).
+            rc_up, rc_here, gap_here = rc[j + 1], rc[j], gap[j]
+            face_t = rf[j] * dt
+            coriolis = 2.0 * rotation * rf[j]
+            for k in range(1, nt + 1):
                 ahead = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (q[i, j, k] + q[i + 1, j, k])
                 behind = (
                     0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (q[i - 1, j, k] + q[i, j, k])
@@ -118,125 +150,185 @@ def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pr
                 flux_x = (ahead - behind) / dx
                 outer = 0.5 * (q[i, j + 1, k] + q[i, j, k])
                 inner = 0.5 * (q[i, j, k] + q[i, j - 1, k])
-                flux_r = (outer * outer / rc[j + 1] - inner * inner / rc[j]) / gap[j]
+                flux_r = (outer * outer / rc_up - inner * inner / rc_here) / gap_here
                 after = 0.25 * (w[i, j, k] + w[i, j + 1, k]) * (q[i, j, k] + q[i, j, k + 1])
                 before = (
                     0.25 * (w[i, j, k - 1] + w[i, j + 1, k - 1]) * (q[i, j, k - 1] + q[i, j, k])
                 )
-                flux_t = (after - before) / (rf[j] * dt)
+                flux_t = (after - before) / face_t
                 swirl = 0.25 * (w[i, j, k] + w[i, j + 1, k] + w[i, j, k - 1] + w[i, j + 1, k - 1])
                 hq[i - 1, j - 1, k - 1] = (
-                    -(flux_x + flux_r + flux_t) + swirl * swirl + 2.0 * rotation * rf[j] * swirl
+                    -(flux_x + flux_r + flux_t) + swirl * swirl + coriolis * swirl
                 )
-                # Azimuthal momentum at (centre i, centre j, θ-face k): (1/r²) ∂(r q w)/∂r.
+            # Azimuthal momentum at (centre i, centre j, θ-face k): (1/r²) ∂(r q w)/∂r.
+            rf_up, rf_down = rf[j], rf[j - 1]
+            ring = rc[j] * rc[j] * width[j]
+            turning = 2.0 * rotation
+            for k in range(1, nt + 1):
                 ahead = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
                 behind = (
                     0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
                 )
                 flux_x = (ahead - behind) / dx
                 above = (
-                    rf[j] * 0.25 * (q[i, j, k] + q[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
+                    rf_up * 0.25 * (q[i, j, k] + q[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
                 )
                 below = (
-                    rf[j - 1] * 0.25 * (q[i, j - 1, k] + q[i, j - 1, k + 1])
+                    rf_down * 0.25 * (q[i, j - 1, k] + q[i, j - 1, k + 1])
                     * (w[i, j - 1, k] + w[i, j, k])
                 )  # fmt: skip
-                flux_r = (above - below) / (rc[j] * rc[j] * width[j])
+                flux_r = (above - below) / ring
                 after = 0.5 * (w[i, j, k + 1] + w[i, j, k])
                 before = 0.5 * (w[i, j, k] + w[i, j, k - 1])
-                flux_t = (after * after - before * before) / (rc[j] * dt)
+                flux_t = (after * after - before * before) / cell_t
                 radial = 0.25 * (q[i, j, k] + q[i, j - 1, k] + q[i, j, k + 1] + q[i, j - 1, k + 1])
-                hw[i - 1, j - 1, k - 1] = (
-                    -(flux_x + flux_r + flux_t) - 2.0 * rotation * radial / rc[j]
-                )
+                hw[i - 1, j - 1, k - 1] = -(flux_x + flux_r + flux_t) - turning * radial / rc_here
 
 
-def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float):
+def _owned_array(ghosted_shape, out, components: int = 0) -> np.ndarray:
+    """``out``, checked to be a C-contiguous float64 array of the owned points of
+    ``components`` fields (0: one field, no leading axis), or a new one if None."""
+    shape = tuple(n - 2 for n in ghosted_shape)
+    shape = (components, *shape) if components else shape
+    if out is None:
+        return np.empty(shape)
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}, got "
+                         f"{out.dtype} {out.shape}")  # fmt: skip
+    return out
+
+
+def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float, out=None):
     """Minus the advective terms, plus the Coriolis terms, of u, q and w (owned values).
 
     ``u·∇u`` in the conservative forms of Verzicco & Orlandi; in the radial equation the
-    centripetal ``u_θ²`` term; the frame's Coriolis force ``-2Ω × u``.
+    centripetal ``u_θ²`` term; the frame's Coriolis force ``-2Ω × u``. Returns one array
+    of shape ``(3, nx, nr, nθ)``, the terms of u, q and w: ``out`` (a new array if None).
     """
-    shape = tuple(n - 2 for n in u.shape)
-    hu, hq, hw = np.empty(shape), np.empty(shape), np.empty(shape)
-    _advection(u, q, w, *m.columns(), dx, dt, float(rotation), hu, hq, hw)
-    return hu, hq, hw
+    out = _owned_array(u.shape, out, 3)
+    _advection(u, q, w, *m.columns(), dx, dt, float(rotation), *out)
+    return out
 
 
-@numba.njit(cache=True)
-def _viscous(u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, out):  # pragma: no cover
-    nx, nr, nt = out.shape[1:]
+@numba.njit(cache=True, error_model="numpy")
+def _viscous(
+    u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, nu, explicit, implicit
+):  # pragma: no cover
+    nx, nr, nt = implicit.shape[1:]
+    along_x = 1.0 / dx**2
     for i in range(1, nx + 1):
         for j in range(1, nr + 1):
-            inverse_rc2 = 1.0 / (rc[j] * rc[j] * dt * dt)
-            # Rows up to `core` have their θ second derivative implicit, the others explicit.
-            theta = 3 if j <= core else 0
+            # The row's metric factors, as multipliers (the k loops then have no division).
+            centre_theta = 1.0 / (rc[j] * rc[j] * dt * dt)
+            face_theta = 1.0 / (rf[j] * rf[j] * dt * dt)
+            flux_above, flux_below = rf[j] / gap[j], rf[j - 1] / gap[j - 1]
+            cell, cell_above = 1.0 / (rc[j] * width[j]), 1.0 / (rc[j + 1] * width[j + 1])
+            swirl_coupling = 1.0 / (dt * rf[j])
+            radial_coupling = 1.0 / (dt * rc[j] ** 3)
+            angular_above = 1.0 / (rf[j] * gap[j])
+            angular_below = 1.0 / (rf[j - 1] * gap[j - 1])  # inf on the axis: not used there
+            ring = 1.0 / width[j]
+            rc_above, rc_here, rc_below = rc[j + 1], rc[j], rc[j - 1]
+            # θ second derivative: implicit up to row `core`, explicit beyond (a weight of 0
+            # or 1 on each side adds it to one of them exactly, without a branch).
+            implicit_theta = 1.0 if j <= core else 0.0
+            explicit_theta = 1.0 - implicit_theta
+            # Axial: (1/r) ∂(r ∂u/∂r)/∂r (no flux through the axis: rf = 0 there).
             for k in range(1, nt + 1):
-                # Axial: (1/r) ∂(r ∂u/∂r)/∂r (no flux through the axis: rf = 0 there).
                 centre = u[i, j, k]
-                above = rf[j] * (u[i, j + 1, k] - centre) / gap[j]
-                below = rf[j - 1] * (centre - u[i, j - 1, k]) / gap[j - 1]
-                out[0, i - 1, j - 1, k - 1] = (
-                    u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]
-                ) / dx**2
-                out[3, i - 1, j - 1, k - 1] = (above - below) / (rc[j] * width[j])
-                out[theta, i - 1, j - 1, k - 1] += (
-                    u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]
-                ) * inverse_rc2
-                # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ.
+                above = flux_above * (u[i, j + 1, k] - centre)
+                below = flux_below * (centre - u[i, j - 1, k])
+                along = (u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]) * along_x
+                across = (above - below) * cell
+                theta = (u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]) * centre_theta
+                explicit[0, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
+                implicit[0, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
+            # Radial (times r): r ∂((1/r) ∂q/∂r)/∂r + ∂²q/∂θ² / r² - (2/r) ∂u_θ/∂θ.
+            for k in range(1, nt + 1):
                 centre = q[i, j, k]
-                outer = (q[i, j + 1, k] - centre) / (rc[j + 1] * width[j + 1])
-                inner = (centre - q[i, j - 1, k]) / (rc[j] * width[j])
-                swirl_slope = (
-                    0.5 * (w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]) / dt
-                )
-                out[1, i - 1, j - 1, k - 1] = (
-                    q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]
-                ) / dx**2 - 2.0 * swirl_slope / rf[j]
-                out[4, i - 1, j - 1, k - 1] = rf[j] * (outer - inner) / gap[j]
-                out[theta + 1, i - 1, j - 1, k - 1] += (
-                    q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]
-                ) / (rf[j] * rf[j] * dt * dt)
-                # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
+                outer = (q[i, j + 1, k] - centre) * cell_above
+                inner = (centre - q[i, j - 1, k]) * cell
+                swirl = w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]
+                along = (q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]) * along_x
+                along -= swirl * swirl_coupling
+                across = flux_above * (outer - inner)
+                theta = (q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]) * face_theta
+                explicit[1, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
+                implicit[1, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
+            # Azimuthal: ∂((1/r) ∂(r u_θ)/∂r)/∂r + ∂²u_θ/∂θ² / r² + (2/r³) ∂q/∂θ.
+            on_axis = axis and j == 1
+            axis_flux = omega[i - 1] if on_axis else 0.0  # ω_x on the axis
+            for k in range(1, nt + 1):
                 centre = w[i, j, k]
-                above = (rc[j + 1] * w[i, j + 1, k] - rc[j] * centre) / (rf[j] * gap[j])
-                if axis and j == 1:
-                    below = omega[i - 1]  # ω_x on the axis
-                else:
-                    below = (rc[j] * centre - rc[j - 1] * w[i, j - 1, k]) / (
-                        rf[j - 1] * gap[j - 1]
-                    )
-                radial_ahead = 0.5 * (q[i, j, k + 1] + q[i, j - 1, k + 1])
-                radial_here = 0.5 * (q[i, j, k] + q[i, j - 1, k])
-                out[2, i - 1, j - 1, k - 1] = (
-                    w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]
-                ) / dx**2 + 2.0 * (radial_ahead - radial_here) / (dt * rc[j] ** 3)
-                out[5, i - 1, j - 1, k - 1] = (above - below) / width[j]
-                out[theta + 2, i - 1, j - 1, k - 1] += (
-                    w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]
-                ) * inverse_rc2
+                above = (rc_above * w[i, j + 1, k] - rc_here * centre) * angular_above
+                below = (rc_here * centre - rc_below * w[i, j - 1, k]) * angular_below
+                if on_axis:
+                    below = axis_flux
+                radial = q[i, j, k + 1] + q[i, j - 1, k + 1] - q[i, j, k] - q[i, j - 1, k]
+                along = (w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]) * along_x
+                along += radial * radial_coupling
+                across = (above - below) * ring
+                theta = (w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]) * centre_theta
+                explicit[2, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
+                implicit[2, i - 1, j - 1, k - 1] = nu * (across + implicit_theta * theta)
 
 
-def viscous(u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int = -1):
-    """The viscous operators (without ν) of u, q and w at their owned points, split into
-    what is advanced explicitly (the axial second derivative and the θ couplings of u_r
-    and u_θ) and what implicitly (the radial and azimuthal second derivatives). With
-    ``core >= 0`` the azimuthal second derivative is implicit only on the first ``core``
-    rows in r (the core region about the axis) and explicit beyond (-1: everywhere).
+def add_viscous(
+    u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int, nu: float,
+    explicit: np.ndarray, implicit: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """The viscous terms of u, q and w at their owned points, in one pass: ``ν`` times what
+    is advanced explicitly (the axial second derivative and the θ couplings of u_r and
+    u_θ) is added to ``explicit``; ``ν`` times what is advanced implicitly (the radial and
+    azimuthal second derivatives) is returned. With ``core >= 0`` the azimuthal second
+    derivative is implicit only on the first ``core`` rows in r (the core region about
+    the axis) and explicit beyond (-1: everywhere).
 
     ``axis_omega``: ``ω_x`` on the axis per owned x index (shape ``(nx,)``), or None for
-    an annulus (the hub's ghost values give its flux).
+    an annulus (the hub's ghost values give its flux). ``explicit``: shape
+    ``(3, nx, nr, nθ)`` (the owned points), updated in place.
 
     Returns
     -------
-    explicit, implicit : tuple of 3 arrays each
+    implicit : array of shape ``(3, nx, nr, nθ)``
+        ``implicit`` if given (overwritten), else a new array.
     """
-    out = np.empty((6, *(n - 2 for n in u.shape)))
+    implicit = _owned_array(u.shape, implicit, 3)
+    if explicit.shape != implicit.shape:
+        raise ValueError(f"explicit has shape {explicit.shape}, expected {implicit.shape}")
     axis = axis_omega is not None
     omega = np.ascontiguousarray(axis_omega, dtype=np.float64) if axis else np.zeros(1)
-    rows = out.shape[2]
-    _viscous(u, q, w, *m.columns(), dx, dt, axis, omega, rows if core < 0 else core, out)
-    return tuple(out[:3]), tuple(out[3:])
+    rows = implicit.shape[2]
+    _viscous(
+        u, q, w, *m.columns(), dx, dt, axis, omega, rows if core < 0 else core, float(nu),
+        explicit, implicit,
+    )  # fmt: skip
+    return implicit
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):  # pragma: no cover
+    flat_explicit, flat_previous = explicit.ravel(), previous.ravel()
+    flat_implicit = implicit.ravel()
+    for index in range(flat_implicit.size):
+        flat_implicit[index] = (
+            dt * (gamma * flat_explicit[index] + rho * flat_previous[index])
+            + alpha_dt * flat_implicit[index]
+        )
+
+
+def rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit) -> np.ndarray:
+    """``Δt (γ explicit + ρ previous) + α Δt implicit`` of an RK3 substep in one pass, into
+    ``implicit`` (C-contiguous arrays of one shape); returns it."""
+    if not (explicit.flags.c_contiguous and previous.flags.c_contiguous
+            and implicit.flags.c_contiguous):  # fmt: skip
+        raise ValueError("rk3_increment needs C-contiguous arrays")
+    if explicit.shape != implicit.shape or previous.shape != implicit.shape:
+        raise ValueError(f"shapes differ: {explicit.shape}, {previous.shape}, {implicit.shape}")
+    _rk3_increment(
+        float(dt), float(gamma), explicit, float(rho), previous, float(alpha_dt), implicit
+    )
+    return implicit
 
 
 def radial_bands(grid: CylindricalGrid, slip_outer: bool = False):

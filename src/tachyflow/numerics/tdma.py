@@ -210,15 +210,11 @@ class FactoredTridiagonal:
         return rhs
 
 
-@numba.njit(cache=True)
-def _solve_periodic_diffusion(rhs, coupling):  # pragma: no cover
-    n0, n1, n = rhs.shape
-    pivot = np.empty(n)
-    upper = np.empty(n)
-    z = np.empty(n)
-    line = np.empty(n)
+@numba.njit(cache=True, error_model="numpy")
+def _factor_periodic_diffusion(coupling, inverse_pivot, upper, z, denominator):  # pragma: no cover
+    n1, n = inverse_pivot.shape
     for j in range(n1):
-        if coupling[j] == 0.0:  # an explicit row: the identity
+        if coupling[j] == 0.0:  # an explicit row: the identity, never solved
             continue
         a = -coupling[j]
         b = 1.0 + 2.0 * coupling[j]
@@ -231,41 +227,106 @@ def _solve_periodic_diffusion(rhs, coupling):  # pragma: no cover
                 diagonal = b - gamma
             elif k == n - 1:
                 diagonal = b - a * a / gamma
-            pivot[k] = diagonal - (a * upper[k - 1] if k else 0.0)
-            upper[k] = a / pivot[k]
-        z[0] = gamma / pivot[0]
+            pivot = diagonal - (a * upper[j, k - 1] if k else 0.0)
+            inverse_pivot[j, k] = pivot
+            upper[j, k] = a / pivot
+        z[j, 0] = gamma / inverse_pivot[j, 0]
         for k in range(1, n):
             source = a if k == n - 1 else 0.0
-            z[k] = (source - a * z[k - 1]) / pivot[k]
+            z[j, k] = (source - a * z[j, k - 1]) / inverse_pivot[j, k]
         for k in range(n - 2, -1, -1):
-            z[k] -= upper[k] * z[k + 1]
-        denominator = 1.0 + z[0] + a * z[n - 1] / gamma
+            z[j, k] -= upper[j, k] * z[j, k + 1]
+        denominator[j] = 1.0 + z[j, 0] + a * z[j, n - 1] / gamma
         for k in range(n):
-            pivot[k] = 1.0 / pivot[k]  # from here on: the inverse pivots
+            inverse_pivot[j, k] = 1.0 / inverse_pivot[j, k]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _solve_factored_periodic_diffusion(
+    coupling, inverse_pivot, upper, z, denominator, rhs, lines
+):  # pragma: no cover
+    n0, n1, n = rhs.shape
+    for j in range(n1):
+        if coupling[j] == 0.0:
+            continue
+        a = -coupling[j]
+        gamma = -(1.0 + 2.0 * coupling[j])
+        # The lines of row j side by side, lines[k, i]: every sweep runs over i, contiguous.
         for i in range(n0):
-            line[0] = rhs[i, j, 0] * pivot[0]
-            for k in range(1, n):
-                line[k] = (rhs[i, j, k] - a * line[k - 1]) * pivot[k]
-            for k in range(n - 2, -1, -1):
-                line[k] -= upper[k] * line[k + 1]
-            scale = (line[0] + a * line[n - 1] / gamma) / denominator
             for k in range(n):
-                rhs[i, j, k] = line[k] - scale * z[k]
+                lines[k, i] = rhs[i, j, k]
+        for i in range(n0):
+            lines[0, i] *= inverse_pivot[j, 0]
+        for k in range(1, n):
+            for i in range(n0):
+                lines[k, i] = (lines[k, i] - a * lines[k - 1, i]) * inverse_pivot[j, k]
+        for k in range(n - 2, -1, -1):
+            for i in range(n0):
+                lines[k, i] -= upper[j, k] * lines[k + 1, i]
+        for i in range(n0):
+            scale = (lines[0, i] + a * lines[n - 1, i] / gamma) / denominator[j]
+            for k in range(n):
+                rhs[i, j, k] = lines[k, i] - scale * z[j, k]
+
+
+class FactoredPeriodicDiffusion:
+    """The cyclic systems ``(1 + 2 c_j) x_k - c_j (x_{k-1} + x_{k+1}) = rhs[i, j, k]``
+    (cyclic in k, the last axis) factorised once per row ``j``, then solved for any
+    right-hand side: an implicit periodic diffusion step (the θ direction of a cylindrical
+    grid, ``c_j = α Δt ν / (2 r_j² Δθ²)``). Rows with ``c_j = 0`` are the identity and
+    cost nothing.
+
+    Parameters
+    ----------
+    coupling : array of shape (n1,)
+        ``c_j >= 0``.
+    n : int
+        Unknowns per cyclic system (``>= 3``).
+    """
+
+    def __init__(self, coupling, n: int):
+        if n < 3:
+            raise ValueError(f"cyclic systems need at least 3 unknowns, got {n}")
+        self.coupling = np.ascontiguousarray(coupling, dtype=np.float64)
+        if self.coupling.ndim != 1:
+            raise ValueError(f"coupling must be 1D, got shape {self.coupling.shape}")
+        n1 = len(self.coupling)
+        self.n = n
+        self.inverse_pivot = np.zeros((n1, n))
+        self.upper = np.zeros((n1, n))
+        self.z = np.zeros((n1, n))
+        self.denominator = np.ones(n1)
+        _factor_periodic_diffusion(
+            self.coupling, self.inverse_pivot, self.upper, self.z, self.denominator
+        )
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """Solve in place for a C-contiguous float64 array of shape ``(n0, n1, n)``;
+        returns it."""
+        if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
+            raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
+                            f"{rhs.ndim}D")  # fmt: skip
+        if rhs.shape[1:] != (len(self.coupling), self.n):
+            raise ValueError(
+                f"rhs has shape {rhs.shape}, expected (n0, {len(self.coupling)}, {self.n})"
+            )
+        if rhs.size:
+            lines = np.empty((self.n, rhs.shape[0]))
+            _solve_factored_periodic_diffusion(
+                self.coupling, self.inverse_pivot, self.upper, self.z, self.denominator,
+                rhs, lines,
+            )  # fmt: skip
+        return rhs
 
 
 def solve_periodic_diffusion(rhs: np.ndarray, coupling: np.ndarray) -> np.ndarray:
     """Solve ``(1 + 2 c_j) x_k - c_j (x_{k-1} + x_{k+1}) = rhs[i, j, k]``, cyclic in k
-    (the last, contiguous axis), in place: an implicit periodic diffusion step (the θ
-    direction of a cylindrical grid, ``c_j = α Δt ν / (2 r_j² Δθ²)``). ``n >= 3``. Rows
-    with ``c_j = 0`` are left as they are, at no cost."""
+    (the last, contiguous axis), in place (:class:`FactoredPeriodicDiffusion` factorised
+    for this one solve). ``n >= 3``. Rows with ``c_j = 0`` are left as they are."""
     if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
         raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
                         f"{rhs.ndim}D")  # fmt: skip
     coupling = np.ascontiguousarray(coupling, dtype=np.float64)
     if coupling.shape != (rhs.shape[1],):
         raise ValueError(f"coupling has shape {coupling.shape}, expected ({rhs.shape[1]},)")
-    if rhs.shape[2] < 3:
-        raise ValueError(f"cyclic systems need at least 3 unknowns, got {rhs.shape[2]}")
-    if rhs.size:
-        _solve_periodic_diffusion(rhs, coupling)
-    return rhs
+    return FactoredPeriodicDiffusion(coupling, rhs.shape[2]).solve(rhs)

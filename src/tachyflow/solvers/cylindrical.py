@@ -41,7 +41,7 @@ from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics import immersed
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
-from tachyflow.numerics.tdma import FactoredTridiagonal, solve_periodic_diffusion
+from tachyflow.numerics.tdma import FactoredPeriodicDiffusion, FactoredTridiagonal
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
 from tachyflow.solvers.base import register
 from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
@@ -192,12 +192,19 @@ class CylindricalSolver(PencilSolver):
         self.pressure_gradient = (
             self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
         )
+        # Work arrays of the owned points, kept (fresh large arrays cost page faults every
+        # substep): the explicit terms of this substep and of the previous one, in turn,
+        # the implicit terms (then the increments), the divergence.
+        owned = decomposition.local_shape("y")
+        self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
+        self._implicit_terms = np.empty((3, *owned))
+        self._divergence_values = np.empty(owned)
         self._bands = stencils.radial_bands(grid, self.slip_outer)
         self._implicit_cache: dict[tuple, tuple] = {}
-        # Radii of the θ-lines of each field on this rank's z-pencil (for the θ solves).
+        # Radii of the θ-lines on this rank's z-pencil: of u and w, of q (for the θ solves).
         z_pencil = decomposition.pencils["z"]
         rows = slice(z_pencil.start[1], z_pencil.stop[1])
-        self._theta_radii = (grid.centres_y[rows], grid.faces_y[1:][rows], grid.centres_y[rows])
+        self._theta_radii = (grid.centres_y[rows], grid.faces_y[1:][rows])
         self.theta_whole = decomposition.p_col == 1
         if not (math.isfinite(theta_core_radius) and theta_core_radius >= 0):
             raise ValueError(f"theta_core_radius must be >= 0, got {theta_core_radius!r}")
@@ -283,23 +290,23 @@ class CylindricalSolver(PencilSolver):
     # -- time stepping -----------------------------------------------------------------------
 
     def _explicit_and_implicit_terms(self):
-        """(explicit terms of RK3, viscous terms treated by Crank–Nicolson) of u, q, w."""
+        """(explicit terms of RK3, viscous terms treated by Crank–Nicolson) of u, q, w, each
+        one array of shape ``(3, nx, nr, nθ)`` (owned points)."""
+        # Not the array holding the previous substep's terms.
+        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
         with self.timer("advection"):
-            explicit = list(
-                stencils.advection(
-                    self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation
-                )
-            )
-        with self.timer("diffusion"):
-            coupled, implicit = stencils.viscous(
-                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
-                self._axis_vorticity(), self.core_rows,
+            stencils.advection(
+                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation,
+                out=explicit,
             )  # fmt: skip
-        for terms, extra in zip(explicit, coupled, strict=True):
-            terms += self.viscosity * extra
+        with self.timer("diffusion"):
+            implicit = stencils.add_viscous(
+                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
+                self._axis_vorticity(), self.core_rows, self.viscosity, explicit,
+                self._implicit_terms,
+            )  # fmt: skip
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
-        implicit = [self.viscosity * term for term in implicit]
         if self.inflow is not None:
             self._outflow_terms(explicit[0])
             if self._owns_outflow:
@@ -308,10 +315,9 @@ class CylindricalSolver(PencilSolver):
 
     def _radial_operators(self, alpha_dt: float):
         """``I - α Δt ν/2 L_r`` of u, q and w, factorised (cached per α Δt)."""
-        operators = self._implicit_cache.get(alpha_dt)
+        key = ("r", alpha_dt)
+        operators = self._implicit_cache.get(key)
         if operators is None:
-            if len(self._implicit_cache) > 12:  # Δt changes every step when adaptive
-                self._implicit_cache.clear()
             factor = -0.5 * alpha_dt * self.viscosity
             operators = []
             for index, (lower, diagonal, upper) in enumerate(self._bands):
@@ -320,18 +326,44 @@ class CylindricalSolver(PencilSolver):
                 if index == 1:  # q on the outer wall face stays 0: an identity row
                     implicit_diagonal[-1], lower[-1] = 1.0, 0.0
                 operators.append(FactoredTridiagonal(lower, implicit_diagonal, upper))
-            self._implicit_cache[alpha_dt] = operators = tuple(operators)
+            operators = self._cache_operators(key, tuple(operators))
         return operators
 
-    def _solve_theta(self, increment: np.ndarray, radii: np.ndarray, alpha_dt: float):
-        """``(I - α Δt ν/2 (1/r²) ∂²_θ)⁻¹`` along θ, in place (cyclic; collective)."""
-        coupling = 0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2)
-        coupling = np.where(self._theta_implicit, coupling, 0.0)  # explicit beyond the core
+    def _theta_operators(self, alpha_dt: float):
+        """``I - α Δt ν/2 (1/r²) ∂²_θ`` of u, q and w on this rank's z-pencil rows, cyclic,
+        the identity beyond the core; factorised (cached per α Δt; u and w share one)."""
+        key = ("θ", alpha_dt)
+        operators = self._implicit_cache.get(key)
+        if operators is None:
+            centres, faces = (
+                FactoredPeriodicDiffusion(
+                    np.where(
+                        self._theta_implicit,
+                        0.5 * alpha_dt * self.viscosity / (radii**2 * self.dt_theta**2),
+                        0.0,
+                    ),
+                    self.grid.shape[2],
+                )
+                for radii in self._theta_radii
+            )
+            operators = (centres, faces, centres)
+            operators = self._cache_operators(key, operators)
+        return operators
+
+    def _cache_operators(self, key, operators):
+        """Keep ``operators`` under ``key``; returns them."""
+        if len(self._implicit_cache) > 24:  # Δt changes every step when adaptive
+            self._implicit_cache.clear()
+        self._implicit_cache[key] = operators
+        return operators
+
+    def _solve_theta(self, increment: np.ndarray, operator: FactoredPeriodicDiffusion):
+        """``operator``'s inverse along θ, in place (on the z-pencils; collective)."""
         if self.theta_whole:
-            solve_periodic_diffusion(increment, coupling)
+            operator.solve(increment)
             return
         lines = self.transposer.transpose(increment, "y", "z")
-        solve_periodic_diffusion(lines, coupling)
+        operator.solve(lines)
         self.transposer.transpose(lines, "z", "y", out=increment)
 
     def _substep(self, dt: float, stage: int) -> None:
@@ -339,11 +371,12 @@ class CylindricalSolver(PencilSolver):
         alpha = gamma + rho
         explicit, implicit = self._explicit_and_implicit_terms()
         operators = self._radial_operators(alpha * dt)
-        z_radii = self._theta_radii
+        theta_operators = self._theta_operators(alpha * dt) if self.grid.shape[2] >= 3 else None
         for index, field in enumerate((self.u, self.q, self.w)):
             previous = self._previous[index] if rho else explicit[index]
-            increment = dt * (gamma * explicit[index] + rho * previous)
-            increment += alpha * dt * implicit[index]
+            increment = stencils.rk3_increment(
+                dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
+            )
             if index == 1:
                 increment[:, -1, :] = 0.0  # the outer wall face
             outflow = None
@@ -351,8 +384,8 @@ class CylindricalSolver(PencilSolver):
                 outflow = increment[-1].copy()  # not diffused: the outflow condition
             with self.timer("implicit"):
                 operators[index].solve(increment)
-                if self.grid.shape[2] >= 3:
-                    self._solve_theta(increment, z_radii[index], alpha * dt)
+                if theta_operators is not None:
+                    self._solve_theta(increment, theta_operators[index])
             if outflow is not None:
                 increment[-1] = outflow
             self.halo.interior(field)[...] += increment
@@ -360,10 +393,11 @@ class CylindricalSolver(PencilSolver):
         self._project(alpha * dt)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells."""
+        """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""
         return stencils.divergence(
-            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale
-        )
+            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
+            out=self._divergence_values,
+        )  # fmt: skip
 
     def _subtract_pressure_gradient(self, factor: float) -> None:
         """``u -= factor ∇p`` on the owned faces."""
@@ -384,8 +418,8 @@ class CylindricalSolver(PencilSolver):
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
         nx, _, nt = self.grid.shape
-        weights = self.grid.volume_weights_y[None, :, None]
-        return self.decomposition.sum(float(np.sum(values * weights))) / (nx * nt)
+        local = np.dot(values.sum(axis=(0, 2)), self.grid.volume_weights_y)  # no temporary
+        return self.decomposition.sum(float(local)) / (nx * nt)
 
     def bulk_velocity(self) -> float:
         """Flow rate over the cross-section's area (collective)."""
