@@ -127,7 +127,9 @@ class CompressibleSolver(Solver):
         self.nvar = self.discretisation.nvar
         self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
         sweeps = section.sweeps if section.time_stepping == "dp-sgs" else 1
-        self.stepper = ImplicitStepper(self.discretisation, sweeps, self._exchange)
+        self.stepper = ImplicitStepper(
+            self.discretisation, sweeps, self._exchange, self._cut_partners()
+        )
         self._far_field = self._far_field_points()
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
                               * np.ones(metrics.area.shape))  # fmt: skip
@@ -180,6 +182,21 @@ class CompressibleSolver(Solver):
                 fill_b = b + g if b == along.stop and kind_at(side, b) in (piece, "beyond") else b
                 segments.append((side, piece, *(n - shift for n in (a, b, fill_a, fill_b))))
         return sorted(segments, key=lambda segment: segment[0].startswith("i"))
+
+    def _cut_partners(self) -> np.ndarray:
+        """For the first owned row next to the wake cut: the padded i index of the cell
+        across the cut where that cell is in this block (so the sweeps couple the two
+        sides directly), -1 elsewhere."""
+        g, blocks = 2, self.blocks
+        partner = np.full(self.metrics.area.shape, -1, dtype=np.int64)
+        ni, cut = self.section.cells[0], blocks.wake_cut
+        if blocks.j_range.start != 0 or cut == 0:
+            return partner
+        for i in blocks.i_range:
+            across = ni - 1 - i
+            if (i < cut or i >= ni - cut) and across in blocks.i_range:
+                partner[i - blocks.i_range.start + g, g] = across - blocks.i_range.start + g
+        return partner
 
     def _wall_distance(self) -> np.ndarray:
         """Distance of each cell centre to the nearest wall face of any block."""
