@@ -364,6 +364,11 @@ class StructuredBlocks(Reductions):
         """Largest over all ranks of a number, or element-wise of an array (collective)."""
         return self._allreduce(x, "MAX")
 
+    def maximum(self, value: float) -> float:
+        """Largest ``value`` over all ranks (collective): the run driver's name for
+        :meth:`max` of a number."""
+        return self.max(float(value))
+
     def _allreduce(self, x, operation: str):
         from mpi4py import MPI
 

@@ -31,6 +31,7 @@ from tachyflow.numerics.compressible.surface import force_coefficients, wall_fac
 from tachyflow.numerics.compressible.time_integration import ImplicitStepper, ssp_rk3_step
 from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.compressible_grids import build_grid
+from tachyflow.solvers.phase_clock import PhaseClock
 
 EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
 # Residuals are relative to the largest of the first iterations: the very first can be
@@ -38,6 +39,11 @@ EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
 # continuity equation next to a flat plate).
 REFERENCE_ITERATIONS = 5
 COEFFICIENTS = ("CL", "CD", "CM", "CL_p", "CL_f", "CD_p", "CD_f", "CM_p", "CM_f")
+# What phase_seconds() reports: the residual (fluxes, viscous terms, source), the implicit
+# relaxation (spectral radii, local time steps, the SGS sweeps and the update), the ghost
+# exchanges (state and DP-SGS increments), the physical boundary conditions, the wall loads
+# (Cp, Cf, forces of this block) and the global reductions (residual norms, loads).
+PHASES = ("residual", "implicit", "exchange", "boundaries", "loads", "reductions")
 
 
 def _blocks(comm, ni: int, nj: int, wake_cells: int, proc_grid):
@@ -106,6 +112,7 @@ class CompressibleSolver(Solver):
             section.nu_tilde_ratio,
         )  # fmt: skip
         self.steady = section.time_stepping != "rk3"
+        self.clock = PhaseClock()
         g = 2
         x, y = blocks.node_piece(grid.x, grid.y)
         self.metrics = metrics = BlockMetrics.from_nodes(x, y, g)
@@ -120,7 +127,9 @@ class CompressibleSolver(Solver):
         self.nvar = self.discretisation.nvar
         self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
         sweeps = section.sweeps if section.time_stepping == "dp-sgs" else 1
-        self.stepper = ImplicitStepper(self.discretisation, sweeps, blocks.exchange)
+        self.stepper = ImplicitStepper(
+            self.discretisation, sweeps, self._exchange, self._cut_partners()
+        )
         self._far_field = self._far_field_points()
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
                               * np.ones(metrics.area.shape))  # fmt: skip
@@ -174,6 +183,21 @@ class CompressibleSolver(Solver):
                 segments.append((side, piece, *(n - shift for n in (a, b, fill_a, fill_b))))
         return sorted(segments, key=lambda segment: segment[0].startswith("i"))
 
+    def _cut_partners(self) -> np.ndarray:
+        """For the first owned row next to the wake cut: the padded i index of the cell
+        across the cut where that cell is in this block (so the sweeps couple the two
+        sides directly), -1 elsewhere."""
+        g, blocks = 2, self.blocks
+        partner = np.full(self.metrics.area.shape, -1, dtype=np.int64)
+        ni, cut = self.section.cells[0], blocks.wake_cut
+        if blocks.j_range.start != 0 or cut == 0:
+            return partner
+        for i in blocks.i_range:
+            across = ni - 1 - i
+            if (i < cut or i >= ni - cut) and across in blocks.i_range:
+                partner[i - blocks.i_range.start + g, g] = across - blocks.i_range.start + g
+        return partner
+
     def _wall_distance(self) -> np.ndarray:
         """Distance of each cell centre to the nearest wall face of any block."""
         local = []
@@ -200,10 +224,18 @@ class CompressibleSolver(Solver):
     def fill_ghosts(self, U: np.ndarray) -> None:
         """The block exchange, then the boundary conditions of the physical sides, j sides
         first (collective)."""
-        m, fs, g = self.metrics, self.free_stream, 2
-        self.blocks.exchange(U)
+        self._exchange(U)
         viscous = self.discretisation.viscous
         vortex = self.section.vortex_correction and self.coefficients["CL"] != 0.0
+        with self.clock("boundaries"):
+            self._apply_conditions(U, viscous, vortex)
+
+    def _exchange(self, array: np.ndarray) -> None:
+        with self.clock("exchange"):
+            self.blocks.exchange(array)
+
+    def _apply_conditions(self, U, viscous: bool, vortex: bool) -> None:
+        m, fs, g = self.metrics, self.free_stream, 2
         for side, kind, _, _, start, stop in self.segments:
             if kind == "wall" and viscous:
                 boundaries.wall(U, side, g, start, stop)
@@ -225,9 +257,13 @@ class CompressibleSolver(Solver):
         """One pseudo-time iteration (LU-SGS, DP-SGS) or one SSP-RK3 step of ``dt``."""
         if self.steady:
             self.pseudo_cfl = self._ramped_cfl()
-            residual = self.stepper.step(self.U, self.pseudo_cfl, self.fill_ghosts)
+            with self.clock("residual"):
+                residual = self.discretisation.residual(self.U)
+            with self.clock("implicit"):
+                self.stepper.step(self.U, self.pseudo_cfl, self.fill_ghosts, residual)
         else:
-            self.U, residual = ssp_rk3_step(self.U, dt, self.discretisation, self.fill_ghosts)
+            with self.clock("residual"):  # the three stages' residuals and updates
+                self.U, residual = ssp_rk3_step(self.U, dt, self.discretisation, self.fill_ghosts)
         self._record_norms(residual)
         self.coefficients = self._force_coefficients()
         self.steps += 1
@@ -245,24 +281,28 @@ class CompressibleSolver(Solver):
         m = self.metrics
         owned = (slice(None), *m.owned)
         rates = residual[owned] / m.area[m.owned]
-        sums = self.blocks.sum(np.append(np.sum(rates**2, axis=(1, 2)), rates[0].size))
+        with self.clock("reductions"):
+            sums = self.blocks.sum(np.append(np.sum(rates**2, axis=(1, 2)), rates[0].size))
         self.norms = np.sqrt(sums[:-1] / sums[-1])
         if self.steps < REFERENCE_ITERATIONS:
             reference = self.norms if self.first_norms is None else self.first_norms
             self.first_norms = np.maximum(reference, self.norms)
 
     def _force_coefficients(self) -> dict:
-        Q = self.discretisation.primitives(self.U)
-        names, values = [], []
-        for side, kind, start, stop, *_ in self.segments:
-            if kind == "wall":
-                faces = wall_faces(Q, self.metrics, side, self.free_stream, start, stop)
-                part = force_coefficients(faces, self.free_stream.alpha_degrees)
-                names = list(part)
-                values.append([part[name] for name in names])
-        names = names or [*COEFFICIENTS]
-        local = np.sum(values, axis=0) if values else np.zeros(len(names))
-        return dict(zip(names, (float(v) for v in self.blocks.sum(local)), strict=True))
+        with self.clock("loads"):
+            Q = self.discretisation.primitives(self.U)
+            names, values = [], []
+            for side, kind, start, stop, *_ in self.segments:
+                if kind == "wall":
+                    faces = wall_faces(Q, self.metrics, side, self.free_stream, start, stop)
+                    part = force_coefficients(faces, self.free_stream.alpha_degrees)
+                    names = list(part)
+                    values.append([part[name] for name in names])
+            names = names or [*COEFFICIENTS]
+            local = np.sum(values, axis=0) if values else np.zeros(len(names))
+        with self.clock("reductions"):
+            total = self.blocks.sum(local)
+        return dict(zip(names, (float(v) for v in total), strict=True))
 
     @property
     def density_residual(self) -> float:
@@ -362,6 +402,12 @@ class CompressibleSolver(Solver):
                 "time_stepping": s.time_stepping,
             },
         }  # fmt: skip
+
+    def phase_seconds(self) -> dict[str, float]:
+        """Seconds of the steps so far per phase of :data:`PHASES` (this rank), each
+        exclusive of the phases inside it (the exchanges and boundary conditions inside
+        the implicit step are theirs, not its)."""
+        return {phase: float(self.clock.seconds.get(phase, 0.0)) for phase in PHASES}
 
     def layout(self) -> dict:
         """Grid, block grid and cells."""

@@ -41,7 +41,7 @@ def conservative_flux(w, nx, ny, gamma, out):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-                gamma, w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
+                cut_partner, gamma, w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
     nvar = U.shape[0]
     for k in range(nvar):
         acc[k] = -R[k, i, j]
@@ -54,9 +54,14 @@ def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, sy
             ni_, nj_, nx, ny, lam = i, j + 1, sxj[i, j + 1], syj[i, j + 1], lam_j[i, j + 1]
         else:  # south
             ni_, nj_, nx, ny, lam = i, j - 1, -sxj[i, j], -syj[i, j], lam_j[i, j]
+        # Across a wake cut whose other side is in this block, the increment is read from
+        # the cell itself (Gauss-Seidel), not from its ghost copy of the last exchange.
+        di, dj = ni_, nj_
+        if side == 3 and cut_partner[i, j] >= 0:
+            di, dj = cut_partner[i, j], j
         zero = True
         for k in range(nvar):
-            if dU[k, ni_, nj_] != 0.0:
+            if dU[k, di, dj] != 0.0:
                 zero = False
         if zero:
             continue
@@ -64,10 +69,10 @@ def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, sy
             w[k] = U[k, ni_, nj_]
         conservative_flux(w, nx, ny, gamma, f0)
         for k in range(nvar):
-            w[k] += dU[k, ni_, nj_]
+            w[k] += dU[k, di, dj]
         conservative_flux(w, nx, ny, gamma, f1)
         for k in range(nvar):
-            acc[k] -= 0.5 * (f1[k] - f0[k] - lam * dU[k, ni_, nj_])
+            acc[k] -= 0.5 * (f1[k] - f0[k] - lam * dU[k, di, dj])
     d = diagonal[i, j]
     for k in range(nvar):
         dU[k, i, j] = acc[k] / d
@@ -76,10 +81,12 @@ def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, sy
 
 
 @numba.njit(cache=True)
-def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj, g,
-               gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
+def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
+               cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
     """``sweeps`` symmetric Gauss–Seidel sweep pairs over the owned cells of ``dU`` (its
-    ghost values fixed); ``diagonal = area/dt + 0.5 sum lambda``."""
+    ghost values fixed); ``diagonal = area/dt + 0.5 sum lambda``; ``cut_partner[i, j]``
+    (padded shape, -1 elsewhere): for a cell whose south neighbour across a wake cut is
+    cell ``(cut_partner[i, j], j)`` of this block, that cell's padded i index."""
     nvar, ni, nj = U.shape
     w = np.empty(nvar)
     f0 = np.empty(nvar)
@@ -89,11 +96,11 @@ def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj,
         for i in range(g, ni - g):
             for j in range(g, nj - g):
                 _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi,
-                            sxj, syj, gamma, w, f0, f1, acc)  # fmt: skip
+                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)  # fmt: skip
         for i in range(ni - g - 1, g - 1, -1):
             for j in range(nj - g - 1, g - 1, -1):
                 _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi,
-                            sxj, syj, gamma, w, f0, f1, acc)  # fmt: skip
+                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)  # fmt: skip
 
 
 def diagonal(area: np.ndarray, dt: np.ndarray, lam_i: np.ndarray, lam_j: np.ndarray):

@@ -51,6 +51,10 @@ class ImplicitStepper:
     exchange_increment : callable, optional
         Fills the ghost cells of the increment ``dU`` from the neighbouring blocks (ghosts
         on physical sides stay zero); None for one block.
+    cut_partner : numpy.ndarray of int, optional
+        Padded ``(ni, nj)``: for a cell next to a wake cut whose other side lies in this
+        block, the padded i index of the cell across it (same j), else -1 (default: -1
+        everywhere, the cut coupled through the exchanged ghosts only).
 
     Notes
     -----
@@ -59,9 +63,15 @@ class ImplicitStepper:
     """
 
     def __init__(self, discretisation: FlowDiscretisation, sweeps: int = 1,
-                 exchange_increment=None):  # fmt: skip
+                 exchange_increment=None, cut_partner=None):  # fmt: skip
         if sweeps < 1:
             raise ValueError(f"sweeps must be >= 1, got {sweeps!r}")
+        shape = discretisation.metrics.area.shape
+        if cut_partner is None:
+            cut_partner = np.full(shape, -1, dtype=np.int64)
+        if np.shape(cut_partner) != shape:
+            raise ValueError(f"cut_partner must have shape {shape}, got {np.shape(cut_partner)}")
+        self.cut_partner = np.ascontiguousarray(cut_partner, dtype=np.int64)
         self.discretisation = discretisation
         self.sweeps = sweeps
         self.exchange_increment = exchange_increment
@@ -83,7 +93,8 @@ class ImplicitStepper:
             if sweep and self.exchange_increment is not None:
                 self.exchange_increment(dU)
             implicit.sgs_sweeps(U, R, dU, diagonal, disc.source_implicit, lam_i, lam_j,
-                                m.sxi, m.syi, m.sxj, m.syj, g, disc.gamma, 1)  # fmt: skip
+                                m.sxi, m.syi, m.sxj, m.syj, self.cut_partner, g, disc.gamma,
+                                1)  # fmt: skip
         owned = (slice(None), *m.owned)
         U[owned] += dU[owned]
         _clip_turbulence(U)
