@@ -58,6 +58,7 @@ class GridSection:
     x_boundaries: str = "periodic"
     inflow_profile: str = "uniform"  # or "laminar": the developed laminar profile
     inflow_velocity: float = 1.0
+    wall_condition: str = "no-slip"  # or "slip": stress-free walls (far boundaries)
 
 
 @dataclass(frozen=True)
@@ -627,6 +628,13 @@ def _validate(config: Config, source: str) -> None:
             "implicit everywhere)", cylinder.theta_core_radius)  # fmt: skip
     require(grid.x_boundaries in X_BOUNDARIES, "grid.x_boundaries",
             f"one of {X_BOUNDARIES}", grid.x_boundaries)  # fmt: skip
+    require(grid.wall_condition in ("no-slip", "slip"), "grid.wall_condition",
+            "'no-slip' or 'slip'", grid.wall_condition)  # fmt: skip
+    if grid.wall_condition == "slip":
+        require(grid.walls and config.case.solver == "incompressible", "grid.wall_condition",
+                "'no-slip' unless walls = true with the incompressible solver (the "
+                "cylindrical solver's outer wall is [cylinder] outer_wall)",
+                grid.wall_condition)  # fmt: skip
     require(grid.inflow_profile in INFLOW_PROFILES, "grid.inflow_profile",
             f"one of {INFLOW_PROFILES}", grid.inflow_profile)  # fmt: skip
     require(math.isfinite(grid.inflow_velocity) and grid.inflow_velocity > 0,

@@ -153,3 +153,15 @@ def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch)
     monkeypatch.setattr(simulation, "_available_memory", lambda: 2**29)  # less than 2 ranks
     with pytest.raises(ConfigError, match="no rank count fits on nodes like this one"):
         simulation._check_memory(IncompressibleSolver, fits, 2)
+
+
+def test_slip_walls_need_walls_and_the_incompressible_solver():
+    slip = config.parse('[grid]\nwalls = true\nwall_condition = "slip"\n')
+    assert slip.grid.wall_condition == "slip"
+    for text in (
+        '[grid]\nwall_condition = "slip"\n',  # no walls
+        '[grid]\nwalls = true\nwall_condition = "free"\n',
+        '[case]\nsolver = "cylindrical"\n[grid]\nwalls = true\nwall_condition = "slip"\n',
+    ):
+        with pytest.raises(ConfigError, match=r"grid\.wall_condition"):
+            config.parse(text)

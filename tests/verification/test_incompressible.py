@@ -184,3 +184,36 @@ def test_an_open_channel_gives_the_same_flow_on_any_rank_count():
         channel.decomposition.free()
     if world.rank == 0:
         assert np.abs(results[0] - results[1]).max() < 1e-12
+
+
+def slip_channel(ny: int, steps: int, end_time: float, initial):
+    """u(y) between slip walls at y = 0 and 1 (x, z periodic, two cells each)."""
+    grid = StaggeredGrid((2, ny, 2), (1.0, 1.0, 1.0), periodic_y=False)
+    decomposition = PencilDecomposition(
+        grid.shape, comm=MPI.COMM_SELF, periodic=(True, False, True)
+    )
+    solver = IncompressibleSolver(
+        decomposition, grid, VISCOSITY, planning="estimate", wall_condition="slip"
+    )
+    solver.set_velocity(lambda x, y, z: initial(y) + 0 * x, 0.0, 0.0)
+    for _ in range(steps):
+        solver.step(end_time / steps)
+    return solver
+
+
+def test_slip_walls_keep_a_uniform_stream_and_decay_a_cosine_at_second_order():
+    uniform = slip_channel(16, 10, 0.5, lambda y: np.ones_like(y))
+    assert np.abs(uniform.halo.interior(uniform.u) - 1.0).max() < 1e-13
+    assert uniform.statistics()["wall_shear"] == 0.0
+    uniform.free()
+    errors = []
+    for ny in (16, 32, 64):
+        solver = slip_channel(ny, 4 * ny, 1.0, lambda y: np.cos(np.pi * y))
+        _, y, _ = solver.coordinates("u")
+        exact = np.cos(np.pi * y) * np.exp(-VISCOSITY * np.pi**2 * solver.time)
+        errors.append(np.abs(solver.halo.interior(solver.u) - exact).max())
+        solver.free()
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 1.8), (errors, orders)
+    with pytest.raises(ValueError, match="wall_condition must be one of"):
+        IncompressibleSolver(None, None, VISCOSITY, wall_condition="free")

@@ -14,7 +14,9 @@ substeps of the low-storage RK3 of Spalart, Moser & Rogers (as in CaNS), each:
 
 Walls at ``y = 0`` and ``y = Ly`` are no-slip: ``v = 0`` on the wall faces and ghost
 values of ``u`` and ``w`` extrapolated quadratically through the wall value 0, which is
-second-order accurate and reproduces a parabolic (Poiseuille) profile exactly.
+second-order accurate and reproduces a parabolic (Poiseuille) profile exactly. Slip
+walls (stress-free, for far boundaries: ``[grid] wall_condition = "slip"``) keep
+``v = 0`` and mirror ``u`` and ``w`` (no gradient through the wall).
 
 A cylindrical (x, r, θ) rotating-frame variant (the axial fan of Kwon, Park & Choi) adds
 metric factors to the stencils and Coriolis/centrifugal terms to ``H``: see
@@ -41,6 +43,7 @@ from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
 RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
 FORCING = ("none", "pressure-gradient", "flow-rate")
+WALL_CONDITIONS = ("no-slip", "slip")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class IncompressibleSolver(PencilSolver):
     inflow : Inflow, optional
         The inflow of a grid open in x (``grid.periodic_x`` false), required there: a
         convective outflow at the other end.
+    wall_condition : {"no-slip", "slip"}
+        What the walls in y impose on ``u`` and ``w``: no slip, or no stress.
 
     Notes
     -----
@@ -125,8 +130,9 @@ class IncompressibleSolver(PencilSolver):
         forcing = Forcing(config.flow.forcing, config.flow.forcing_value)
         inflow = Inflow.from_case(config) if open_x else None
         solver = cls(
-            decomposition, grid, config.flow.viscosity, forcing, planning=planning, inflow=inflow
-        )
+            decomposition, grid, config.flow.viscosity, forcing, planning=planning,
+            inflow=inflow, wall_condition=grid_config.wall_condition,
+        )  # fmt: skip
         set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
         return solver
@@ -139,9 +145,15 @@ class IncompressibleSolver(PencilSolver):
         forcing: Forcing | None = None,
         planning: str = "measure",
         inflow: Inflow | None = None,
+        wall_condition: str = "no-slip",
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
+        if wall_condition not in WALL_CONDITIONS:
+            raise ValueError(
+                f"wall_condition must be one of {WALL_CONDITIONS}, got {wall_condition!r}"
+            )
+        self.slip_walls = wall_condition == "slip"
         if decomposition.periodic[1] != grid.periodic_y:
             raise ValueError(
                 f"decomposition periodic in y = {decomposition.periodic[1]} but the grid has "
@@ -203,7 +215,10 @@ class IncompressibleSolver(PencilSolver):
 
     def _wall_extrapolation(self):
         """Weights of the ghost value from the first two centres (quadratic through 0 at
-        the wall), for the lower and upper wall."""
+        the wall; the first centre mirrored at a slip wall), for the lower and upper
+        wall."""
+        if self.slip_walls:
+            return [(1.0, 0.0), (1.0, 0.0)]
         widths = self.grid.widths_y
         weights = []
         for first, second in ((widths[0], widths[1]), (widths[-1], widths[-2])):
@@ -454,7 +469,9 @@ class IncompressibleSolver(PencilSolver):
             "max_divergence": self.max_divergence(),
             "pressure_gradient": self.pressure_gradient,
         }
-        if self.walls:
+        if self.walls and self.slip_walls:
+            stats["wall_shear"] = 0.0  # no stress at a slip wall
+        elif self.walls:
             first = self.grid.widths_y[0]
             # Quadratic fit through the wall: du/dy(0) from the first two centres.
             y0, y1 = 0.5 * first, first + 0.5 * self.grid.widths_y[1]
