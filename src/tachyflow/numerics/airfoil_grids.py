@@ -118,7 +118,18 @@ def naca4(code: str, points: int = 201, closed_trailing_edge: bool = True) -> Ai
         raise ValueError(f"NACA {code} has zero thickness")
     if camber > 0 and not 0 < position < 1:
         raise ValueError(f"NACA {code}: a cambered section needs the camber position 1-9")
-    x = 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, int(points))))
+    upper, lower = naca4_surfaces(camber, position, thickness, int(points), closed_trailing_edge)
+    return AirfoilSection(f"NACA {code}", upper, lower)
+
+
+def naca4_surfaces(
+    camber: float, position: float, thickness: float, points: int, closed_trailing_edge=True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower surfaces ``(points, 2)`` of a NACA 4-digit section of maximum
+    ``camber`` at ``position`` of the chord and ``thickness`` (chord fractions), from the
+    leading to the trailing edge, cosine-spaced; the thickness laid off normal to the mean
+    line. The trailing edge is closed exactly with ``closed_trailing_edge``."""
+    x = 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, points)))
     half = (
         5.0
         * thickness
@@ -149,7 +160,7 @@ def naca4(code: str, points: int = 201, closed_trailing_edge: bool = True) -> Ai
     lower = np.column_stack([x + half * np.sin(angle), mean - half * np.cos(angle)])
     if closed_trailing_edge:
         upper[-1, 1] = lower[-1, 1] = mean[-1]  # exactly sharp, not 1e-17 apart
-    return AirfoilSection(f"NACA {code}", upper, lower)
+    return upper, lower
 
 
 def rae2822() -> AirfoilSection:

@@ -20,35 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tachyflow.numerics.airfoil_grids import naca4_surfaces
+
 
 def naca4_outline(camber: float, position: float, thickness: float, points: int):
     """A closed NACA 4-digit outline (trailing edge closed), counter-clockwise from the
     trailing edge over the upper side: ``(2 points - 2, 2)`` chord-normalised coordinates,
     cosine-spaced."""
-    beta = np.linspace(0.0, np.pi, points)
-    xi = 0.5 * (1.0 - np.cos(beta))
-    half = (
-        5.0
-        * thickness
-        * (0.2969 * np.sqrt(xi) - 0.1260 * xi - 0.3516 * xi**2 + 0.2843 * xi**3 - 0.1036 * xi**4)
-    )
-    if camber > 0:
-        front = xi < position
-        line = np.where(
-            front,
-            camber / position**2 * (2 * position * xi - xi**2),
-            camber / (1 - position) ** 2 * (1 - 2 * position + 2 * position * xi - xi**2),
-        )
-        slope = np.where(
-            front,
-            2 * camber / position**2 * (position - xi),
-            2 * camber / (1 - position) ** 2 * (position - xi),
-        )
-    else:
-        line = slope = np.zeros_like(xi)
-    angle = np.arctan(slope)
-    upper = np.stack([xi - half * np.sin(angle), line + half * np.cos(angle)], axis=1)
-    lower = np.stack([xi + half * np.sin(angle), line - half * np.cos(angle)], axis=1)
+    upper, lower = naca4_surfaces(camber, position, thickness, points)
     # Trailing edge -> leading edge over the upper side, back under the lower side.
     return np.concatenate([upper[::-1], lower[1:-1]])
 

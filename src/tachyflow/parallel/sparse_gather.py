@@ -9,7 +9,7 @@ those y-pencil columns, while the point's panel is integrated on its *destinatio
 ``"two-sided"``
     One ``Isend``/``Irecv`` per point and stencil owner, carrying that owner's raw stencil
     values (at most 32 doubles); the destination interpolates and forms the source terms.
-``"put"`` (the seed's Type A)
+``"put"`` (Kwon, Park & Choi's Type A)
     The same raw values, one ``MPI_Put`` per point and owner into a window on the
     destination.
 ``"aggregated-put"`` (Type B)
@@ -21,7 +21,7 @@ those y-pencil columns, while the point's panel is integrated on its *destinatio
     itself and puts only those, aggregated per target: 4 doubles per point instead of 32.
 
 Only the ranks that own stencil cells or are destinations take part: they form the
-surface communicator (the seed's ``MPI_COMM_SURF``), split from the decomposition's; the
+surface communicator (Kwon, Park & Choi's ``MPI_COMM_SURF``), split from the decomposition's; the
 others hold ``COMM_NULL`` and return at once. The plan — which values each rank packs in
 which order, to whom, at which window offset, and where each received value goes — is a
 function of the points, normals and destinations, which every rank holds, so every rank

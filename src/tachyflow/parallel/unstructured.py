@@ -271,8 +271,8 @@ class HaloExchange:
     """Fills the external entries of one vector with their owners' values (collective).
 
     ``start()`` packs the owned values the neighbours need and starts the transfer;
-    ``wait()`` completes it; between them the caller computes what needs no halo (seed
-    002's overlap of the exchange with the interior rows of the matrix–vector product).
+    ``wait()`` completes it; between them the caller computes what needs no halo (Jeon & Choi's
+    overlap of the exchange with the interior rows of the matrix–vector product).
     The requests are made once, for this vector: ``p2p`` as persistent sends and receives
     per neighbour, ``neighborhood`` as one ``Ineighbor_alltoallv`` on a distributed-graph
     communicator of the neighbours.

@@ -29,6 +29,7 @@ from tachyflow.numerics.compressible.metrics import BlockMetrics, wall_distance
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 from tachyflow.numerics.compressible.surface import force_coefficients, wall_faces
 from tachyflow.numerics.compressible.time_integration import ImplicitStepper, ssp_rk3_step
+from tachyflow.parallel import pieces
 from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.compressible_grids import build_grid
 from tachyflow.solvers.phase_clock import PhaseClock
@@ -208,7 +209,7 @@ class CompressibleSolver(Solver):
                 y = boundaries.side_view(m.y, side)[start : stop + 1, m.ghosts]
                 local.append(np.stack([x[:-1], y[:-1], x[1:], y[1:]], axis=1))
         mine = np.concatenate(local) if local else np.zeros((0, 4))
-        everyone = self.blocks.comm.allgather(mine)  # O(wall faces): the wall is small
+        everyone = pieces.allgather_small(self.blocks.comm, mine)  # O(wall faces): small
         return wall_distance(m.xc, m.yc, np.concatenate(everyone))
 
     def _far_field_points(self) -> dict:
@@ -379,7 +380,7 @@ class CompressibleSolver(Solver):
                 index = np.arange(start, stop) + self.offset[0]
                 rows.append(np.stack([index, faces.x, faces.y, faces.cp, faces.cf], axis=1))
         mine = np.concatenate(rows) if rows else np.zeros((0, 5))
-        gathered = self.blocks.comm.gather(mine, root=0)
+        gathered = pieces.gather_small(self.blocks.comm, mine)
         if gathered is None:
             return None
         table = np.concatenate(gathered)

@@ -13,6 +13,19 @@ register_group(
 )
 
 
+def run_stages(stages, failed: list[str], prefix: str = "") -> None:
+    """Run each ``(label, tachyflow arguments)`` stage as its own process, one after
+    another; a stage that fails is added to ``failed`` and the next one runs."""
+    import subprocess
+    import sys
+
+    for label, command in stages:
+        print(f"== {prefix}{label}: tachyflow {' '.join(command)}", flush=True)
+        code = subprocess.call([sys.executable, "-m", "tachyflow", *command])
+        if code:
+            failed.append(f"{prefix}{label} (exit {code})")
+
+
 def report_benchmark(document: dict, operation: str, output: str) -> int:
     """Save results and plot (rank 0), print the table; exit code 1 if a check failed."""
     from rich.table import Table

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from typing import ClassVar
 
@@ -15,6 +13,7 @@ from tachyflow.commands import (
     results_modules,
     save_results,
 )
+from tachyflow.commands.bench import run_stages
 from tachyflow.errors import ConfigError
 
 
@@ -98,11 +97,7 @@ class Networks(Benchmark):
                         failed.append(f"{network}: {error}")
                         continue
                 plan.folder(network).mkdir(parents=True, exist_ok=True)
-                for label, command in plan.stages_of(network):
-                    print(f"== {network}, {label}: tachyflow {' '.join(command)}", flush=True)
-                    code = subprocess.call([sys.executable, "-m", "tachyflow", *command])
-                    if code:
-                        failed.append(f"{network}, {label} (exit {code})")
+                run_stages(plan.stages_of(network), failed, prefix=f"{network}, ")
                 summaries.append(networks.summarise(network, plan.folder(network)))
         finally:
             if any(network != networks.SHARED_MEMORY for network in plan.networks):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from tachyflow.commands import (
     results_modules,
     save_results,
 )
+from tachyflow.commands.bench import run_stages
 from tachyflow.errors import ConfigError
 
 
@@ -69,11 +68,7 @@ class Suite(Command):
         failed = []
         started = time.perf_counter()
         plan = SuitePlan(tuple(args.ranks), args.problem_class.upper(), args.quick, args.output)
-        for label, command in suite_stages(plan):
-            print(f"== {label}: tachyflow {' '.join(command)}", flush=True)
-            code = subprocess.call([sys.executable, "-m", "tachyflow", *command])
-            if code:
-                failed.append(f"{label} (exit {code})")
+        run_stages(suite_stages(plan), failed)
         steps = sorted(Path(args.output).glob("step_*.json"))
         if len(steps) > 1:  # the flow solver's series, as one strong-scaling result
             from tachyflow.bench import scaling
