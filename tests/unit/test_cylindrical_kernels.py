@@ -109,16 +109,6 @@ def test_the_fused_viscous_kernel_equals_the_numpy_operators(geometry, core):
     assert close(implicit, 0.7 * implicit_ref)
 
 
-def test_rk3_increment_equals_its_numpy_statement():
-    rng = np.random.default_rng(3)
-    explicit, previous, implicit = (rng.standard_normal((3, 4, 5)) for _ in range(3))
-    expected = 0.1 * (0.5 * explicit - 0.25 * previous) + 0.03 * implicit
-    result = stencils.rk3_increment(0.1, 0.5, explicit, -0.25, previous, 0.03, implicit)
-    assert result is implicit and close(result, expected)
-    with pytest.raises(ValueError, match="C-contiguous"):
-        stencils.rk3_increment(0.1, 0.5, explicit[:, :, ::2], 0.0, explicit, 0.1, implicit)
-
-
 def test_a_factored_periodic_diffusion_solves_every_right_hand_side_exactly():
     n = 7
     coupling = np.array([0.0, 0.01, 3.0, 250.0, 0.0])  # explicit rows: the identity

@@ -4,6 +4,7 @@ from scipy.linalg import solve
 
 from tachyflow.numerics import fft
 from tachyflow.numerics.grid import StaggeredGrid, tanh_faces
+from tachyflow.numerics.runge_kutta import rk3_increment
 from tachyflow.numerics.tdma import solve_tridiagonal_lines
 
 
@@ -221,3 +222,35 @@ def test_periodic_diffusion_solve_matches_dense_solves():
     assert np.abs(result - expected).max() < 1e-10
     with pytest.raises(ValueError, match="at least 3 unknowns"):
         solve_periodic_diffusion(np.zeros((1, 1, 2)), np.ones(1))
+
+
+def test_rk3_increment_equals_its_numpy_statement():
+    rng = np.random.default_rng(3)
+    explicit, previous, implicit = (rng.standard_normal((3, 4, 5)) for _ in range(3))
+    expected = 0.1 * (0.5 * explicit - 0.25 * previous) + 0.03 * implicit
+    result = rk3_increment(0.1, 0.5, explicit, -0.25, previous, 0.03, implicit)
+    assert result is implicit and np.allclose(result, expected, rtol=1e-15, atol=1e-15)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        rk3_increment(0.1, 0.5, explicit[:, :, ::2], 0.0, explicit, 0.1, implicit)
+
+
+@pytest.mark.parametrize("at_faces", [False, True])
+def test_viscous_terms_split_in_one_pass_equal_the_separate_passes(at_faces):
+    """``add_viscous(..., out_y=)`` (x-z terms added, y terms written apart, one pass)
+    equals a pass of the x-z terms and one of the y terms on a stretched grid."""
+    from tachyflow.numerics.stencils import YMetrics, add_viscous
+
+    grid = StaggeredGrid((5, 7, 4), (1.0, 2.0, 1.5), periodic_y=False, stretching=1.5)
+    metrics = YMetrics.from_grid(grid)
+    rng = np.random.default_rng(6)
+    field = rng.standard_normal((7, 9, 6))
+    start = rng.standard_normal((5, 7, 4))
+    xz = add_viscous(field, metrics, 0.2, 0.3, 0.7, start.copy(), y=False, at_faces=at_faces)
+    y = add_viscous(
+        field, metrics, 0.2, 0.3, 0.7, np.zeros_like(start), x_and_z=False, at_faces=at_faces
+    )
+    together, apart = start.copy(), np.full_like(start, np.nan)
+    add_viscous(field, metrics, 0.2, 0.3, 0.7, together, at_faces=at_faces, out_y=apart)
+    assert np.array_equal(together, xz) and np.array_equal(apart, y)
+    with pytest.raises(ValueError, match="out_y has shape"):
+        add_viscous(field, metrics, 0.2, 0.3, 0.7, together, out_y=apart[:, :-1])

@@ -306,31 +306,6 @@ def add_viscous(
     return implicit
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):  # pragma: no cover
-    flat_explicit, flat_previous = explicit.ravel(), previous.ravel()
-    flat_implicit = implicit.ravel()
-    for index in range(flat_implicit.size):
-        flat_implicit[index] = (
-            dt * (gamma * flat_explicit[index] + rho * flat_previous[index])
-            + alpha_dt * flat_implicit[index]
-        )
-
-
-def rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit) -> np.ndarray:
-    """``Δt (γ explicit + ρ previous) + α Δt implicit`` of an RK3 substep in one pass, into
-    ``implicit`` (C-contiguous arrays of one shape); returns it."""
-    if not (explicit.flags.c_contiguous and previous.flags.c_contiguous
-            and implicit.flags.c_contiguous):  # fmt: skip
-        raise ValueError("rk3_increment needs C-contiguous arrays")
-    if explicit.shape != implicit.shape or previous.shape != implicit.shape:
-        raise ValueError(f"shapes differ: {explicit.shape}, {previous.shape}, {implicit.shape}")
-    _rk3_increment(
-        float(dt), float(gamma), explicit, float(rho), previous, float(alpha_dt), implicit
-    )
-    return implicit
-
-
 def radial_bands(grid: CylindricalGrid, slip_outer: bool = False):
     """Bands of the radial viscous operators of the increments of u, q and w (homogeneous
     wall values), for their implicit (Crank–Nicolson) solves along r. With ``slip_outer``

@@ -65,6 +65,9 @@ class YMetrics:
         return cls(column(widths), column(ghosted[2:]), column(gaps[1:]), column(gaps[:-1]))
 
 
+_NO_ARRAY = np.empty((0, 0, 0))  # "no separate output" for the numba kernels
+
+
 @numba.njit(cache=True)
 def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
     nx, ny, nz = out.shape
@@ -79,9 +82,12 @@ def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
                 )
 
 
-def divergence(u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0) -> np.ndarray:
-    """``scale * ∇·u`` at the owned cell centres (a new C-ordered array)."""
-    out = np.empty(tuple(n - 2 for n in u.shape))
+def divergence(
+    u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0, out=None
+) -> np.ndarray:
+    """``scale * ∇·u`` at the owned cell centres, into ``out`` (C-ordered) or a new array."""
+    if out is None:
+        out = np.empty(tuple(n - 2 for n in u.shape))
     _divergence(u, v, w, metrics.width.ravel(), dx, dz, scale, out)
     return out
 
@@ -111,9 +117,11 @@ def subtract_gradient(
 
 @numba.njit(cache=True)
 def _add_viscous(
-    f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out
+    f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out, out_y
 ):  # pragma: no cover
+    # out_y of shape (0, 0, 0): the y part goes into out; otherwise it is written to out_y.
     nx, ny, nz = out.shape
+    y_apart = out_y.shape[0] > 0
     inverse_dx2, inverse_dz2 = 1.0 / dx**2, 1.0 / dz**2
     for i in range(1, nx + 1):
         for j in range(1, ny + 1):
@@ -129,9 +137,13 @@ def _add_viscous(
                         f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1]
                     ) * inverse_dz2
                 if with_y:
-                    value += (
+                    across_y = (
                         (f[i, j + 1, k] - centre) / up - (centre - f[i, j - 1, k]) / down
                     ) / across
+                    if y_apart:
+                        out_y[i - 1, j - 1, k - 1] = nu * across_y
+                    else:
+                        value += across_y
                 out[i - 1, j - 1, k - 1] += nu * value
 
 
@@ -145,12 +157,19 @@ def add_viscous(
     x_and_z: bool = True,
     y: bool = True,
     at_faces: bool = False,
+    out_y: np.ndarray | None = None,
 ) -> np.ndarray:
     """``out += ν ∇² f`` over the owned cells (numba, one pass); returns ``out``.
 
     ``x_and_z`` and ``y`` choose the directions (uniform in x and z, flux form in y);
     ``at_faces`` is True for a field on y-faces (v), False for one at y-centres (u, w, p).
+    With ``out_y`` the y part is not added to ``out`` but written to ``out_y`` (the
+    Crank–Nicolson terms, computed in the same pass as the explicit ones).
     """
+    if out_y is None:
+        out_y = _NO_ARRAY
+    elif out_y.shape != out.shape:
+        raise ValueError(f"out_y has shape {out_y.shape}, expected {out.shape}")
     _add_viscous(
         f,
         metrics.width.ravel(),
@@ -164,6 +183,7 @@ def add_viscous(
         y,
         at_faces,
         out,
+        out_y,
     )
     return out
 
@@ -219,29 +239,17 @@ def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no 
                 )
 
 
-def advection(u, v, w, metrics: YMetrics, dx: float, dz: float):
-    """``-∇·(u u)`` for the three components, each at its own faces (numba, one pass).
+def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
+    """``-∇·(u u)`` for the three components, each at its own faces (numba, one pass),
+    into ``out`` (an array of shape ``(3, nx, ny, nz)`` of the owned points) or new arrays;
+    returns the three.
 
     The sign is that of the term on the right-hand side of the momentum equation.
 
     Products on the edges shared by two components use centred averages, e.g. ``uv`` at
     ``(i + 1/2, j + 1/2)`` is the y-average of u times the x-average of v.
     """
-    shape = tuple(n - 2 for n in u.shape)
-    out = [np.empty(shape) for _ in range(3)]
+    if out is None:
+        out = np.empty((3, *(n - 2 for n in u.shape)))
     _advection(u, v, w, metrics.width.ravel(), metrics.gap.ravel(), dx, dz, *out)
     return tuple(out)
-
-
-@numba.njit(cache=True)
-def _combine(a, x, b, y, out):  # pragma: no cover
-    flat_x, flat_y, flat_out = x.ravel(), y.ravel(), out.ravel()
-    for index in range(flat_out.size):
-        flat_out[index] = a * flat_x[index] + b * flat_y[index]
-
-
-def combine(a: float, x: np.ndarray, b: float, y: np.ndarray) -> np.ndarray:
-    """``a x + b y`` in one pass (a new array)."""
-    out = np.empty_like(x)
-    _combine(a, x, b, y, out)
-    return out

@@ -41,10 +41,11 @@ from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics import immersed
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
+from tachyflow.numerics.runge_kutta import RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredPeriodicDiffusion, FactoredTridiagonal
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
 from tachyflow.solvers.base import register
-from tachyflow.solvers.incompressible import RK3_GAMMA, RK3_RHO, Forcing
+from tachyflow.solvers.incompressible import Forcing
 from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
@@ -374,7 +375,7 @@ class CylindricalSolver(PencilSolver):
         theta_operators = self._theta_operators(alpha * dt) if self.grid.shape[2] >= 3 else None
         for index, field in enumerate((self.u, self.q, self.w)):
             previous = self._previous[index] if rho else explicit[index]
-            increment = stencils.rk3_increment(
+            increment = rk3_increment(
                 dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
             )
             if index == 1:

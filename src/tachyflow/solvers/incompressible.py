@@ -33,15 +33,13 @@ import numpy as np
 
 from tachyflow.numerics import immersed, stencils
 from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.runge_kutta import RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.base import register
 from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
 from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
 
-# Low-storage RK3 (Spalart, Moser & Rogers 1991): u_k = u_{k-1} + Δt (γ_k H_{k-1} + ρ_k H_{k-2}).
-RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
-RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
 FORCING = ("none", "pressure-gradient", "flow-rate")
 WALL_CONDITIONS = ("no-slip", "slip")
 
@@ -181,6 +179,13 @@ class IncompressibleSolver(PencilSolver):
         self._wall_ghost = self._wall_extrapolation()
         self._implicit_bands = self._viscous_bands() if self.walls else None
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
+        # Work arrays of the owned points, kept (fresh large arrays cost page faults every
+        # substep): the explicit terms of this substep and of the previous one, in turn,
+        # the Crank–Nicolson terms (then the increments), the divergence.
+        owned = decomposition.local_shape("y")
+        self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
+        self._implicit_terms = np.zeros((3, *owned))
+        self._divergence_values = np.empty(owned)
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -285,60 +290,59 @@ class IncompressibleSolver(PencilSolver):
             self._implicit_cache[key] = operator
         return operator
 
-    def _explicit_terms(self):
+    def _explicit_and_implicit_terms(self):
+        """(explicit terms of RK3, wall-normal viscous terms treated by Crank–Nicolson) of
+        u, v, w, each one array of shape ``(3, nx, ny, nz)`` (owned points); without walls
+        every term is explicit and the implicit ones are zero."""
         metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
+        # Not the array holding the previous substep's terms.
+        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
+        implicit = self._implicit_terms
         with self.timer("advection"):
-            terms = list(stencils.advection(self.u, self.v, self.w, metrics, dx, dz))
+            stencils.advection(self.u, self.v, self.w, metrics, dx, dz, out=explicit)
         with self.timer("diffusion"):
-            for index, (field, at_faces) in enumerate(
-                ((self.u, False), (self.v, True), (self.w, False))
-            ):
+            if not self.walls:
+                implicit.fill(0.0)  # it holds the last increments
+            for index, field in enumerate((self.u, self.v, self.w)):
                 stencils.add_viscous(
-                    field, metrics, dx, dz, nu, terms[index], y=not self.walls, at_faces=at_faces
-                )
+                    field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
+                    out_y=implicit[index] if self.walls else None,
+                )  # fmt: skip
         if self.forcing.kind == "pressure-gradient":
-            terms[0] += self.forcing.value
+            explicit[0] += self.forcing.value
         if self.inflow is not None:
-            self._outflow_terms(terms[0])
-        return terms
+            self._outflow_terms(explicit[0])
+            if self._owns_outflow:
+                implicit[0][-1] = 0.0  # the outflow condition is not diffused
+        return explicit, implicit
 
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
-        terms = self._explicit_terms()
-        nu = self.viscosity
-        for index, name in enumerate("uvw"):
-            previous = self._previous[index] if rho else terms[index]
-            increment = stencils.combine(dt * gamma, terms[index], dt * rho, previous)
-            field = getattr(self, name)
-            at_faces = name == "v"
+        explicit, implicit = self._explicit_and_implicit_terms()
+        for index, field in enumerate((self.u, self.v, self.w)):
+            previous = self._previous[index] if rho else explicit[index]
+            increment = rk3_increment(
+                dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
+            )
             outflow = None
             if index == 0 and self.inflow is not None and self._owns_outflow:
-                outflow = increment[-1].copy()  # the outflow condition, not diffused
+                outflow = increment[-1].copy()  # not diffused: the outflow condition
             if self.walls:
                 with self.timer("implicit"):
-                    stencils.add_viscous(
-                        field,
-                        self.metrics,
-                        self.dx,
-                        self.dz,
-                        dt * alpha * nu,
-                        increment,
-                        x_and_z=False,
-                        at_faces=at_faces,
-                    )
-                    self._implicit_operator(at_faces, alpha * dt).solve(increment)
+                    self._implicit_operator(index == 1, alpha * dt).solve(increment)
             if outflow is not None:
                 increment[-1] = outflow
             self.halo.interior(field)[...] += increment
-        self._previous = terms
+        self._previous = explicit
         self._project(alpha * dt)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells."""
+        """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""
         return stencils.divergence(
-            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale=scale
-        )
+            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale,
+            out=self._divergence_values,
+        )  # fmt: skip
 
     def _subtract_pressure_gradient(self, factor: float) -> None:
         """``u -= factor ∇p`` on the owned faces (not the wall faces)."""
