@@ -48,7 +48,7 @@ def start(ranks: int, folder, program: Path | None = None) -> subprocess.Popen:
         os.mkfifo(folder / f"reply.{rank}")
     with open(folder / "driver.log", "w") as log:
         return subprocess.Popen(
-            [*runtime.launcher(ranks), str(program), str(folder)],
+            [*peer_builds.launcher(ranks), str(program), str(folder)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**runtime.ONE_THREAD_PER_RANK, **os.environ},
