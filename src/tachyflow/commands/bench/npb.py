@@ -33,8 +33,9 @@ class NPB(Benchmark):
         parser.add_argument(
             "--npb-bin",
             default=None,
-            help="folder of NPB's own MPI programs (bin/cg.A.2, ...): run the same kernel, "
-            "class and rank count after ours and report the ratio",
+            help="folder of NPB's own MPI programs (bin/cg.A.x, ...), run with the same "
+            "kernel, class and rank count after ours for the ratio (default: the NPB 3.4 "
+            "that `make install-bench` built, when there is one)",
         )
         parser.add_argument(
             "--npb-mpiexec",
@@ -71,20 +72,29 @@ class NPB(Benchmark):
         return 0 if result.verified else EXIT_FAILURE
 
     def orchestrate(self, args, arguments) -> int:
-        """``tachyflow bench npb -n N``: ours under mpiexec, then NPB's program if given."""
-        from tachyflow.bench import npb
+        """``tachyflow bench npb -n N``: ours under mpiexec, then NPB's program: the one in
+        ``--npb-bin``, else the one `make install-bench` built (else ``peers_missing``)."""
+        from tachyflow.bench import npb, peer_builds
         from tachyflow.bench.results import read_results
 
         code = runtime.relaunch(args.ranks, arguments, nodes=args.nodes)
-        if code or args.npb_bin is None:
+        if code:
             return code
         problem_class = args.problem_class.upper()
         path = Path(args.output) / f"npb_{args.kernel}_{problem_class}_{args.ranks}ranks.json"
         document = read_results(path)
         try:
+            binaries = args.npb_bin or peer_builds.find("npb")
             peer = npb.run_npb_peer(
-                args.npb_bin, args.kernel, problem_class, args.ranks, args.npb_mpiexec
+                binaries, args.kernel, problem_class, args.ranks, args.npb_mpiexec
             )
+        except (peer_builds.PeerMissing, FileNotFoundError) as missing:
+            if args.npb_bin is not None:  # asked for, so not finding it is an error
+                raise ConfigError(f"NPB's program not measured: {missing}") from None
+            document["peers_missing"] = {"NPB": str(missing)}
+            save_results(document, args.output)
+            print(f"peer NPB not measured: {missing}")
+            return 0
         except (OSError, RuntimeError, subprocess.SubprocessError) as error:
             raise ConfigError(f"NPB's program not measured: {error}") from None
         document["peers"].append(peer)
