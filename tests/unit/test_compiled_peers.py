@@ -247,3 +247,21 @@ def test_npbs_summary_is_parsed():
     assert failed["verified"] is False
     with pytest.raises(ValueError, match="Mop/s total"):
         npb.parse_npb_output(NPB_OUTPUT.replace("Mop/s total", "Mops"))
+
+
+def test_a_driver_that_fails_its_setup_is_recorded_not_timed(tmp_path):
+    os.mkfifo(tmp_path / "command.0")
+    os.mkfifo(tmp_path / "reply.0")
+
+    def fail():  # opens its pipes, reads the setup and leaves, as after an MPI_Abort
+        with open(tmp_path / "command.0") as commands, open(tmp_path / "reply.0", "w"):
+            commands.readline()
+
+    thread = threading.Thread(target=fail, daemon=True)
+    thread.start()
+    found, close, why_not = decomp_peer.candidates(
+        tmp_path, (8, 8, 8), (1, 1), (1.0, 1.0, 1.0), MPI.COMM_SELF
+    )
+    close()
+    thread.join(5)
+    assert found == [] and "expected 'ready" in why_not

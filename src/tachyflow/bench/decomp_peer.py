@@ -160,18 +160,19 @@ def candidates(folder, shape, proc_grid, lengths, comm):
     Returns ``(candidates, close, why_not)``: ``close`` ends the driver's job;
     ``why_not`` is None, or why the driver could not be reached (then no candidates).
     """
+    connection = ready = error = None
     try:
         connection = DriverConnection(folder, comm.Get_rank())
-        error = None
-    except (OSError, TimeoutError) as problem:
-        connection, error = None, str(problem)
-    if not comm.allreduce(connection is not None, op=MPI.LAND):
+        numbers = [*shape, *proc_grid, *(repr(float(length)) for length in lengths)]
+        ready = parse_ready(connection.ask("setup " + " ".join(map(str, numbers))))
+    except (OSError, TimeoutError, RuntimeError) as problem:
+        error = str(problem)
+    # Every rank's driver must be set up, or none is timed (the samples are collective).
+    if not comm.allreduce(ready is not None, op=MPI.LAND):
         if connection is not None:
             connection.close()
         errors = [e for e in comm.allgather(error) if e]
         return [], lambda: None, errors[0] if errors else "unreachable"
-    numbers = [*shape, *proc_grid, *(repr(float(length)) for length in lengths)]
-    ready = parse_ready(connection.ask("setup " + " ".join(map(str, numbers))))
     details = {"version": VERSION, "proc_grid": ready["proc_grid"], "program": "decomp_poisson"}
     solve = Candidate(
         SOLVE_NAME,
