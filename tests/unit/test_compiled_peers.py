@@ -265,3 +265,11 @@ def test_a_driver_that_fails_its_setup_is_recorded_not_timed(tmp_path):
     close()
     thread.join(5)
     assert found == [] and "expected 'ready" in why_not
+
+
+def test_the_peers_are_bound_to_cores_by_their_own_launcher(monkeypatch):
+    monkeypatch.delenv(peer_builds.LAUNCHER_VARIABLE, raising=False)
+    monkeypatch.setattr(peer_builds.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert peer_builds.launcher(2) == [
+        "/usr/bin/mpiexec.mpich", "-bind-to", "core", "-n", "2",
+    ]  # fmt: skip

@@ -98,14 +98,21 @@ def parse_npb_output(text: str) -> dict:
     }
 
 
-def run_npb_peer(binaries, kernel: str, problem_class: str, ranks: int, mpiexec: str) -> dict:
+def run_npb_peer(
+    binaries, kernel: str, problem_class: str, ranks: int, mpiexec: str | None = None
+) -> dict:
     """Run NPB's own program for the same kernel, class and rank count (built outside the
-    repository, see :func:`npb_program`) and read its summary: the peers entry."""
+    repository, see :func:`npb_program`) and read its summary: the peers entry. ``mpiexec``
+    starts it; by default the peers' launcher (:func:`tachyflow.bench.peer_builds.launcher`).
+    """
     import subprocess
 
+    from tachyflow.bench import peer_builds
+
     program = npb_program(binaries, kernel, problem_class, ranks)
+    launch = [mpiexec, "-n", str(ranks)] if mpiexec else peer_builds.launcher(ranks)
     completed = subprocess.run(
-        [mpiexec, "-n", str(ranks), str(program)], capture_output=True, text=True, timeout=1800
+        [*launch, str(program)], capture_output=True, text=True, timeout=1800
     )
     try:
         if completed.returncode:

@@ -39,8 +39,9 @@ class NPB(Benchmark):
         )
         parser.add_argument(
             "--npb-mpiexec",
-            default="mpiexec.mpich",
-            help="launcher of NPB's programs (default mpiexec.mpich, Debian's MPICH)",
+            default=None,
+            help="launcher of NPB's programs (default: $TACHYFLOW_PEERS_MPIEXEC, else "
+            "`mpiexec.mpich -bind-to core`, Debian's MPICH that `make install-bench` uses)",
         )
         options.add_output(parser)
 
