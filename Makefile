@@ -38,7 +38,22 @@ $(VENV)/.installed-bench: $(VENV)/.installed $(VENV)/.installed-graphics
 	$(BIN)/python -m pip install --quiet -e ".[mpich,test,bench]"
 	touch $@
 
-install-bench: $(VENV)/.installed-bench
+# Peers no registry carries (2DECOMP&FFT with tachyflow's Poisson driver, CaNS, NPB 3.4 MPI),
+# built from their release archives in TACHYFLOW_PEER_SOURCES into TACHYFLOW_PEERS_BUILD,
+# outside this tree; the benchmarks find them there (exported so `make bench` sees them).
+TACHYFLOW_PEER_SOURCES ?= ../shared/peers
+TACHYFLOW_PEERS_BUILD ?= $(HOME)/.cache/tachyflow/peers
+export TACHYFLOW_PEER_SOURCES TACHYFLOW_PEERS_BUILD
+
+# Their compilers: Debian's MPICH (ABI-compatible with the mpich wheel), gfortran, CMake.
+$(VENV)/.installed-peer-tools: | $(BIN)/python
+	dpkg -s gfortran mpich libmpich-dev libfftw3-dev cmake git >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq --no-install-recommends gfortran mpich libmpich-dev libfftw3-dev cmake git)
+	touch $@
+
+install-bench: $(VENV)/.installed-bench $(VENV)/.installed-peer-tools
+	bash src/tachyflow/bench/peers/build.sh "$(TACHYFLOW_PEER_SOURCES)" "$(TACHYFLOW_PEERS_BUILD)"
 
 # Debian's Chromium and its WebDriver: the live viewer is tested in a headless browser
 # (tests/cli/test_viewer.py; Selenium comes with the test extra).
@@ -78,6 +93,9 @@ bench: install-bench
 	    -o bench-results || exit 1; \
 	done
 	$(BIN)/tachyflow bench step -n 2 --grid 128 128 128 -o bench-results
+	for ranks in 1 2; do \
+	  $(BIN)/tachyflow bench npb -n $$ranks --kernel cg --class A -o bench-results || exit 1; \
+	done
 	$(BIN)/tachyflow bench pingpong -n 2 -o bench-results
 	$(BIN)/tachyflow model fit bench-results/pingpong_2ranks.json \
 	  -o bench-results/machine.profile.json

@@ -8,7 +8,7 @@ shared machine hits all of them alike and their ratio stays meaningful.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from mpi4py import MPI
@@ -24,6 +24,7 @@ def time_interleaved(
     warmup: int = 2,
     iterations: int = 1,
     description: str = "timing",
+    self_timed: Collection[str] = (),
 ) -> dict[str, list[float]]:
     """Seconds per call of each candidate, ``repeats`` samples each (collective).
 
@@ -37,6 +38,9 @@ def time_interleaved(
         Samples per candidate, untimed calls before sampling, calls per sample.
     description : str
         Label of the progress bar (rank 0).
+    self_timed : collection of str
+        Candidates that time themselves: each call returns the seconds it measured (a
+        peer running as its own MPI job times itself there, without the cost of asking it).
     """
     for name, value in (("repeats", repeats), ("iterations", iterations)):
         if not isinstance(value, int) or value < 1:
@@ -51,10 +55,13 @@ def time_interleaved(
         for _ in range(repeats):
             for name, function in candidates.items():
                 comm.Barrier()
-                start = MPI.Wtime()
-                for _ in range(iterations):
-                    function()
-                elapsed = (MPI.Wtime() - start) / iterations
+                if name in self_timed:
+                    elapsed = sum(function() for _ in range(iterations)) / iterations
+                else:
+                    start = MPI.Wtime()
+                    for _ in range(iterations):
+                        function()
+                    elapsed = (MPI.Wtime() - start) / iterations
                 samples[name].append(comm.allreduce(elapsed, op=MPI.MAX))
                 advance(1)
     return samples
@@ -66,7 +73,8 @@ class Candidate:
 
     ``run`` is collective and takes no argument; ``verified`` is this rank's verdict of
     the candidate's answer (combined over ranks by :func:`measure`); ``details`` are
-    copied into its results entry (e.g. a peer's version).
+    copied into its results entry (e.g. a peer's version). A ``self_timed`` candidate's
+    ``run`` returns the seconds it took, measured by the peer itself.
     """
 
     name: str
@@ -74,6 +82,7 @@ class Candidate:
     verified: bool
     peer: bool = False
     details: dict = field(default_factory=dict)
+    self_timed: bool = False
 
 
 PEER_INSTALL_HINT = "not installed: `make bench` installs it (pip extra 'bench')"
@@ -92,7 +101,8 @@ def measure(
 
     A candidate whose answer is wrong on any rank is recorded with ``verified: false`` and
     never timed. Ours go to ``results``, peers to ``peers``; every verified result gets
-    ``speedup_vs_peer`` (the first verified peer's median over its own) and, when
+    ``speedup_vs_peer`` (the first verified peer's median over its own),
+    ``speedup_vs_peers`` (the same for every verified peer, by name) and, when
     ``bytes_moved`` is given, ``bandwidth`` in bytes per second.
     """
     verified = {c.name: comm.allreduce(bool(c.verified), op=MPI.LAND) for c in candidates}
@@ -102,6 +112,7 @@ def measure(
         repeats,
         warmup,
         description=description,
+        self_timed={c.name for c in candidates if c.self_timed},
     )
     for candidate in candidates:
         entry = {"name": candidate.name, "verified": verified[candidate.name], **candidate.details}
@@ -110,8 +121,9 @@ def measure(
             if bytes_moved is not None:
                 entry["bandwidth"] = bytes_moved / entry["median"]
         document["peers" if candidate.peer else "results"].append(entry)
-    peer = next((p for p in document["peers"] if p["verified"]), None)
+    peers = [p for p in document["peers"] if p["verified"]]
     for entry in document["results"]:
-        if peer is not None and entry["verified"]:
-            entry["speedup_vs_peer"] = peer["median"] / entry["median"]
+        if peers and entry["verified"]:
+            entry["speedup_vs_peer"] = peers[0]["median"] / entry["median"]
+            entry["speedup_vs_peers"] = {p["name"]: p["median"] / entry["median"] for p in peers}
     return document

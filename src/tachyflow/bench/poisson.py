@@ -3,9 +3,18 @@
 Ours: :class:`~tachyflow.solvers.poisson.PoissonSolver` on a channel grid (x, z periodic,
 walls in y), fields in y-pencils. Verified first on an exact discrete eigenfunction
 ``cos(2πx/Lx) cos(πy/Ly) cos(2πz/Lz)`` of the operator, whose solution is known in closed
-form. The peer is mpi4py-fft's ``PFFT`` forward + backward real-to-complex transform of
-the same grid on the same process grid (FFTW; all three directions), verified by the
-round trip returning its input: the transform work a spectral Poisson solver does.
+form. The peers, on the same grid and process grid, interleaved with ours sample by sample:
+
+- 2DECOMP&FFT v2.1.0 (Fortran, FFTW), built by ``make install-bench`` and run as its own
+  MPI job (:mod:`tachyflow.bench.decomp_peer`): a Poisson solve (r2c FFT, division by the
+  eigenvalues of the second-order Laplacian, c2r; periodic in y too, since 2DECOMP&FFT has
+  no Neumann transform: the same transform work, an FFT in y where ours solves
+  tridiagonal systems) verified on an eigenfunction, and the bare r2c/c2r round trip;
+- mpi4py-fft's ``PFFT`` forward + backward real-to-complex transform (FFTW; all three
+  directions), verified by the round trip returning its input.
+
+``speedup_vs_peer`` is against the first verified one (2DECOMP&FFT's Poisson solve when
+built), ``speedup_vs_peers`` against each.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow import runtime
+from tachyflow.bench import decomp_peer
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
@@ -93,9 +103,14 @@ def _peer_candidate(comm, shape, proc_grid):
 
 
 def run_poisson_benchmark(
-    global_shape, proc_grid=None, repeats=10, warmup=2, peer=True, comm=None
+    global_shape, proc_grid=None, repeats=10, warmup=2, peer=True, comm=None, decomp_folder=None
 ) -> dict:
-    """Measure Poisson solves; return the results document (collective over ``comm``)."""
+    """Measure Poisson solves; return the results document (collective over ``comm``).
+
+    ``decomp_folder`` holds the pipes of a 2DECOMP&FFT driver started beside this job
+    (:func:`tachyflow.bench.decomp_peer.start`); without it that peer is recorded in
+    ``peers_missing`` with the reason.
+    """
     comm = runtime.world() if comm is None else comm
     decomposition = PencilDecomposition(
         global_shape, proc_grid, comm, periodic=(True, False, True)
@@ -105,12 +120,24 @@ def run_poisson_benchmark(
         decomposition,
         repeats,
         warmup,
-        operation="Poisson solve (FFT x, z; TDMA y); peer: r2c FFT forward+backward",
+        operation="Poisson solve (FFT x, z; TDMA y); peers: 2DECOMP&FFT Poisson solve "
+        "(FFT x, y, z) and r2c round trip, mpi4py-fft r2c round trip",
         boundaries="x, z periodic; y walls (Neumann)",
     )
     document = new_results("poisson", params, comm)
     candidates = [_our_candidate(decomposition, grid)]
     cleanups = []
+    missing = {}
+    if peer and decomp_folder is not None:
+        found, close, why_not = decomp_peer.candidates(
+            decomp_folder, decomposition.global_shape, decomposition.proc_grid, LENGTHS, comm
+        )
+        candidates += found
+        cleanups.append(close)
+        if why_not:
+            missing["2DECOMP&FFT"] = why_not
+    elif peer:
+        missing["2DECOMP&FFT"] = decomp_peer.missing_reason()
     if peer and peer_available():
         candidate, cleanup = _peer_candidate(
             comm, decomposition.global_shape, decomposition.proc_grid
@@ -118,7 +145,9 @@ def run_poisson_benchmark(
         candidates.append(candidate)
         cleanups.append(cleanup)
     elif peer:
-        document["peers_missing"] = {PEER_NAME: PEER_INSTALL_HINT + " and libfftw3-dev"}
+        missing[PEER_NAME] = PEER_INSTALL_HINT + " and libfftw3-dev"
+    if missing:
+        document["peers_missing"] = missing
     shape_text = "x".join(map(str, decomposition.global_shape))
     measure(document, candidates, comm, repeats, warmup, f"poisson {shape_text}")
     for cleanup in cleanups:
@@ -133,8 +162,7 @@ def stem(document: dict) -> str:
 
 
 def plot(document: dict, path):
-    """Box plot of solve times and the peer's round trips."""
-    title = grid_title(document, "Poisson solve vs FFT round trip")
-    return plot_samples(
-        document, path, title, "time per solve / round trip [ms]", peer_name=PEER_NAME
-    )
+    """Box plot of solve times and the peers' solves and round trips."""
+    title = grid_title(document, "Poisson solve vs peers")
+    peer = next((p["name"] for p in document["peers"] if p["verified"]), None)
+    return plot_samples(document, path, title, "time per solve / round trip [ms]", peer)

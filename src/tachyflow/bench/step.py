@@ -7,9 +7,12 @@ a fixed Δt are timed. The bound is measured in the same run: the time, with eve
 copying at once, of ``MINIMUM_PASSES`` ``np.copyto`` calls on a rank's field — a step must
 at least read and write u, v and w in each of its three substeps and move the Poisson
 right-hand side and solution (8 field passes per substep, read + write each); every copy
-uses its own arrays so that it streams from memory rather than from cache. The peer
-named by the issue, CaNS, is a Fortran code built outside the repository; its time is
-recorded in ``docs/benchmarks.md``, not measured here.
+uses its own arrays so that it streams from memory rather than from cache.
+
+The peer, CaNS (built outside the repository by ``make install-bench``), runs the same
+channel on the same grid, process grid and Δt right after ours, as its own MPI job started
+by ``tachyflow bench step -n N`` (:mod:`tachyflow.bench.cans_peer`); its median step time
+over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 """
 
 from __future__ import annotations

@@ -46,43 +46,86 @@ def run_npb_benchmark(kernel: str, problem_class: str, comm=None):
     return document, result
 
 
-def run_npb_peer(binaries, kernel: str, problem_class: str, ranks: int, mpiexec: str) -> dict:
-    """Run NPB's own program for the same kernel, class and rank count (built outside the
-    repository, NPB's ``bin/<kernel>.<class>.<ranks>`` naming) and read its summary."""
+def npb_program(binaries, kernel: str, problem_class: str, ranks: int) -> Path:
+    """NPB's program for ``kernel`` at ``problem_class`` in the folder ``binaries``.
+
+    NPB 3.4 builds one program per kernel and class, ``<kernel>.<class>.x``, that takes the
+    rank count at run time; NPB 3.3 and older built one per rank count too,
+    ``<kernel>.<class>.<ranks>``. The first found of these is returned.
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither exists; the message says how to build it.
+    """
+    names = (f"{kernel}.{problem_class}.x", f"{kernel}.{problem_class}.{ranks}")
+    for name in names:
+        if (Path(binaries) / name).is_file():
+            return Path(binaries) / name
+    raise FileNotFoundError(
+        f"no NPB program {' or '.join(names)} in {binaries}: `make install-bench` builds NPB "
+        f"3.4 (NPB_CLASSES, NPB_KERNELS choose which), or in NPB's MPI folder "
+        f"`make {kernel} CLASS={problem_class}` (docs/benchmarks.md)"
+    )
+
+
+def parse_npb_output(text: str) -> dict:
+    """Mop/s, seconds, verification and version from the summary an NPB program prints.
+
+    Raises
+    ------
+    ValueError
+        A field is missing (the program failed before its summary).
+    """
     import re
+
+    fields = {}
+    for key, label in (
+        ("mops_total", "Mop/s total"),
+        ("seconds", "Time in seconds"),
+        ("verification", "Verification"),
+    ):
+        found = re.search(rf"{label}\s*=\s*(\S+)", text)
+        if found is None:
+            raise ValueError(f"no '{label} =' in NPB's output")
+        fields[key] = found.group(1)
+    version = re.search(r"NAS Parallel Benchmarks ([\d.]+)", text)
+    return {
+        "verified": fields["verification"] == "SUCCESSFUL",
+        "median": float(fields["seconds"]),
+        "mops_total": float(fields["mops_total"]),
+        "version": version.group(1) if version else "unknown",
+    }
+
+
+def run_npb_peer(
+    binaries, kernel: str, problem_class: str, ranks: int, mpiexec: str | None = None
+) -> dict:
+    """Run NPB's own program for the same kernel, class and rank count (built outside the
+    repository, see :func:`npb_program`) and read its summary: the peers entry. ``mpiexec``
+    starts it; by default the peers' launcher (:func:`tachyflow.bench.peer_builds.launcher`).
+    """
     import subprocess
 
-    program = Path(binaries) / f"{kernel}.{problem_class}.{ranks}"
-    if not program.is_file():
-        raise FileNotFoundError(
-            f"no NPB program {program}: build it with `make {kernel} CLASS={problem_class} "
-            f"NPROCS={ranks}` in NPB's MPI directory (docs/benchmarks.md)"
-        )
+    from tachyflow.bench import peer_builds
+
+    program = npb_program(binaries, kernel, problem_class, ranks)
+    launch = [mpiexec, "-n", str(ranks)] if mpiexec else peer_builds.launcher(ranks)
     completed = subprocess.run(
-        [mpiexec, "-n", str(ranks), str(program)], capture_output=True, text=True, timeout=1800
+        [*launch, str(program)], capture_output=True, text=True, timeout=1800
     )
-    text = completed.stdout
-    fields = {
-        key: re.search(rf"{label}\s*=\s*(\S+)", text)
-        for key, label in (
-            ("mops_total", "Mop/s total"),
-            ("seconds", "Time in seconds"),
-            ("verification", "Verification"),
-        )
-    }
-    if completed.returncode or not all(fields.values()):
-        raise RuntimeError(f"{program} failed (exit {completed.returncode}): {text[-500:]}")
-    verified = fields["verification"].group(1) == "SUCCESSFUL"
+    try:
+        if completed.returncode:
+            raise ValueError(f"exit {completed.returncode}")
+        summary = parse_npb_output(completed.stdout)
+    except ValueError as error:
+        output = completed.stdout + completed.stderr
+        raise RuntimeError(f"{program} failed ({error}): {output[-500:]}") from None
     return {
         "name": f"NPB-{kernel.upper()}.{problem_class}",
-        "verified": verified,
+        **summary,
         "ranks": ranks,
-        "median": float(fields["seconds"].group(1)),
-        "mops_total": float(fields["mops_total"].group(1)),
         "program": str(program),
-        "version": re.search(r"NAS Parallel Benchmarks ([\d.]+)", text).group(1)
-        if "NAS Parallel Benchmarks" in text
-        else "unknown",
     }
 
 

@@ -63,6 +63,13 @@ def report_benchmark(document: dict, operation: str, output: str) -> int:
             row.append(f"{speedup:.2f}x faster" if speedup else "-")
             table.add_row(*row)
         console.print(table)
+        for entry in document["results"]:
+            ratios = entry.get("speedup_vs_peers", {})
+            if len(ratios) > 1:  # the table shows the first only
+                console.print(
+                    f"{entry['name']}: "
+                    + ", ".join(f"{r:.2f}x faster than {n}" for n, r in ratios.items())
+                )
         for name, why in document.get("peers_missing", {}).items():
             console.print(f"peer {name} {why}")
         console.print(f"wrote {json_path} and {png_path}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import ClassVar
 
 from tachyflow import runtime
-from tachyflow.commands import Benchmark, options, register
+from tachyflow.commands import EXIT_FAILURE, Benchmark, options, register, save_results
 from tachyflow.commands.bench import report_benchmark
 
 
@@ -16,7 +18,8 @@ class Step(Benchmark):
     description = (
         "Time single RK3 steps of the built-in channel case on the given grid after warm-up "
         "steps, and measure in the same run the memory-traffic bound of a step (np.copyto "
-        "passes over a rank's fields)."
+        "passes over a rank's fields). With -n N, CaNS (built by `make install-bench`) then "
+        "runs the same channel, grid, process grid and time step as its own MPI job."
     )
     # The suite merges the step results of several rank counts into a scaling result.
     results: ClassVar[dict[str, str]] = {
@@ -35,13 +38,44 @@ class Step(Benchmark):
             for r in plan.ranks
         ]  # fmt: skip
 
+    def orchestrate(self, args, arguments) -> int | None:
+        """``-n N``: ours under mpiexec, then CaNS on the same case, and the ratio."""
+        from tachyflow.bench import cans_peer
+        from tachyflow.bench.results import read_results
+
+        if args.no_peer or getattr(args, "nodes", None) is not None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="tachyflow-step-") as folder:
+            code = runtime.relaunch(args.ranks, [*arguments, "-o", folder])
+            found = sorted(Path(folder).glob("step_*.json"))
+            if not found:
+                return code or EXIT_FAILURE
+            document = read_results(found[0])
+        print(f"measuring peer {cans_peer.PEER_NAME} on the same case ...", flush=True)
+        cans_peer.measure_beside(document, args.ranks)
+        json_path, _ = save_results(document, args.output)
+        ours = document["results"][0]
+        for peer in document["peers"]:
+            print(
+                f"{peer['name']}: {peer['median'] * 1e3:.2f} ms per step "
+                f"({'verified' if peer['verified'] else 'UNVERIFIED'}); tachyflow "
+                + (f"{ours['median'] * 1e3:.2f} ms = {ours['speedup_vs_peer']:.2f}x faster"
+                   if "speedup_vs_peer" in ours else "not comparable (a check failed)")
+            )  # fmt: skip
+        for name, why in document.get("peers_missing", {}).items():
+            print(f"peer {name} not measured: {why}")
+        print(f"wrote {json_path}")
+        return code
+
     def run(self, args) -> int:
         """``tachyflow bench step``."""
-        from tachyflow.bench import step
+        from tachyflow.bench import cans_peer, step
 
         document = step.run_step_benchmark(
             args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world()
         )
+        if not args.no_peer:
+            document["peers_missing"] = {cans_peer.PEER_NAME: cans_peer.NOT_BESIDE}
         code = report_benchmark(document, "channel time step", args.output)
         bound = document["model"]["memory_bound"]["median"]
         for entry in document["results"]:
