@@ -203,8 +203,29 @@ def test_factored_tridiagonal_matches_the_general_solver():
     diagonal = 1.0 + lower + upper
     rhs = rng.standard_normal((4, n, 3))
     expected = solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy())
-    result = FactoredTridiagonal(lower, diagonal, upper).solve(rhs.copy())
+    operator = FactoredTridiagonal(lower, diagonal, upper)
+    result = operator.solve(rhs.copy())
     assert np.abs(result - expected).max() < 1e-14
+    # The solution added to a field (a strided view of a ghosted array) in the same pass.
+    ghosted = rng.standard_normal((6, n + 2, 5))
+    before = ghosted.copy()
+    operator.solve(rhs.copy(), add_to=ghosted[1:-1, 1:-1, 1:-1])
+    assert np.array_equal(ghosted[1:-1, 1:-1, 1:-1], before[1:-1, 1:-1, 1:-1] + result)
+    assert np.array_equal(ghosted[0], before[0]) and np.array_equal(ghosted[:, 0], before[:, 0])
+    with pytest.raises(ValueError, match="add_to has shape"):
+        operator.solve(rhs.copy(), add_to=ghosted)
+
+
+def test_y_weighted_sum_equals_numpy_on_a_strided_view():
+    from tachyflow.numerics.stencils import y_weighted_sum
+
+    rng = np.random.default_rng(8)
+    ghosted, weights = rng.standard_normal((6, 7, 8)), rng.uniform(size=5)
+    values = ghosted[1:-1, 1:-1, 1:-1]
+    expected = np.sum(values * weights[None, :, None])
+    assert abs(y_weighted_sum(values, weights) - expected) < 1e-12 * np.abs(values).sum()
+    with pytest.raises(ValueError, match="expected values"):
+        y_weighted_sum(values, weights[:-1])
 
 
 def test_periodic_diffusion_solve_matches_dense_solves():

@@ -68,7 +68,7 @@ class YMetrics:
 _NO_ARRAY = np.empty((0, 0, 0))  # "no separate output" for the numba kernels
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
     nx, ny, nz = out.shape
     for i in range(1, nx + 1):
@@ -92,7 +92,7 @@ def divergence(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     for i in range(1, nx + 1):
@@ -115,36 +115,46 @@ def subtract_gradient(
     _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor, ny - 1 if walls else ny)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _add_viscous(
     f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out, out_y
 ):  # pragma: no cover
     # out_y of shape (0, 0, 0): the y part goes into out; otherwise it is written to out_y.
     nx, ny, nz = out.shape
     y_apart = out_y.shape[0] > 0
-    inverse_dx2, inverse_dz2 = 1.0 / dx**2, 1.0 / dz**2
+    # Coefficients of the x-z part and, per row j, of the y part (f[j+1] - f[j]) and
+    # (f[j] - f[j-1]): no division and no branch in the inner loop.
+    xz = nu if with_xz else 0.0
+    x_coefficient, z_coefficient = xz / dx**2, xz / dz**2
+    y_up, y_down = np.empty(ny), np.empty(ny)
+    for j in range(ny):
+        if at_faces:
+            up, down, across = width_up[j], width[j], gap[j]
+        else:
+            up, down, across = gap[j], gap_down[j], width[j]
+        scale = nu if with_y else 0.0
+        y_up[j], y_down[j] = scale / (up * across), scale / (down * across)
     for i in range(1, nx + 1):
         for j in range(1, ny + 1):
-            if at_faces:
-                up, down, across = width_up[j - 1], width[j - 1], gap[j - 1]
+            a, b = y_up[j - 1], y_down[j - 1]
+            if y_apart:
+                for k in range(1, nz + 1):
+                    centre = f[i, j, k]
+                    out[i - 1, j - 1, k - 1] += x_coefficient * (
+                        f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k]
+                    ) + z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
+                    out_y[i - 1, j - 1, k - 1] = a * (f[i, j + 1, k] - centre) - b * (
+                        centre - f[i, j - 1, k]
+                    )
             else:
-                up, down, across = gap[j - 1], gap_down[j - 1], width[j - 1]
-            for k in range(1, nz + 1):
-                centre = f[i, j, k]
-                value = 0.0
-                if with_xz:
-                    value += (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k]) * inverse_dx2 + (
-                        f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1]
-                    ) * inverse_dz2
-                if with_y:
-                    across_y = (
-                        (f[i, j + 1, k] - centre) / up - (centre - f[i, j - 1, k]) / down
-                    ) / across
-                    if y_apart:
-                        out_y[i - 1, j - 1, k - 1] = nu * across_y
-                    else:
-                        value += across_y
-                out[i - 1, j - 1, k - 1] += nu * value
+                for k in range(1, nz + 1):
+                    centre = f[i, j, k]
+                    out[i - 1, j - 1, k - 1] += (
+                        x_coefficient * (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k])
+                        + z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
+                        + a * (f[i, j + 1, k] - centre)
+                        - b * (centre - f[i, j - 1, k])
+                    )
 
 
 def add_viscous(
@@ -188,7 +198,7 @@ def add_viscous(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
     nx, ny, nz = out_u.shape
     for i in range(1, nx + 1):
@@ -253,3 +263,25 @@ def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
         out = np.empty((3, *(n - 2 for n in u.shape)))
     _advection(u, v, w, metrics.width.ravel(), metrics.gap.ravel(), dx, dz, *out)
     return tuple(out)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _y_weighted_sum(values, weights):  # pragma: no cover
+    total = 0.0
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            row = 0.0
+            for k in range(values.shape[2]):
+                row += values[i, j, k]
+            total += weights[j] * row
+    return total
+
+
+def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
+    """``Σ values[i, j, k] weights[j]`` (values of shape ``(nx, ny, nz)``, possibly a
+    strided view such as a halo array's interior), in one pass without temporaries."""
+    if values.ndim != 3 or weights.shape != (values.shape[1],):
+        raise ValueError(
+            f"expected values (nx, ny, nz) and weights (ny,), got {values.shape}, {weights.shape}"
+        )
+    return float(_y_weighted_sum(values, np.ascontiguousarray(weights, dtype=np.float64)))

@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _solve_open(
     lower, diagonal, upper, shift, scaled, weights, pinned, rhs, factor
 ):  # pragma: no cover
@@ -47,7 +47,7 @@ def _solve_open(
                 rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _solve_cyclic(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pragma: no cover
     # Sherman–Morrison: A = T + u v^T with u = (gamma, 0, ..., 0, upper[-1]),
     # v = (1, 0, ..., 0, lower[0] / gamma); T is A with the corners folded into its diagonal.
@@ -169,18 +169,30 @@ def solve_tridiagonal_lines(
     return rhs
 
 
-@numba.njit(cache=True)
-def _solve_factored(lower, inverse_pivot, factor, rhs):  # pragma: no cover
+@numba.njit(cache=True, error_model="numpy")
+def _solve_factored(lower, inverse_pivot, factor, rhs, target):  # pragma: no cover
+    # target of shape (0, 0, 0): none; otherwise the solution is also added to it, row by
+    # row as the backward sweep finishes each (one pass less over the field).
     n0, n, n2 = rhs.shape
+    add = target.shape[0] > 0
     for i in range(n0):
         for k in range(n2):
             rhs[i, 0, k] *= inverse_pivot[0]
         for j in range(1, n):
             for k in range(n2):
                 rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) * inverse_pivot[j]
+        if add:
+            for k in range(n2):
+                target[i, n - 1, k] += rhs[i, n - 1, k]
         for j in range(n - 2, -1, -1):
             for k in range(n2):
                 rhs[i, j, k] -= factor[j] * rhs[i, j + 1, k]
+            if add:
+                for k in range(n2):
+                    target[i, j, k] += rhs[i, j, k]
+
+
+_NO_TARGET = np.empty((0, 0, 0))
 
 
 class FactoredTridiagonal:
@@ -203,10 +215,16 @@ class FactoredTridiagonal:
             self.inverse_pivot[j] = 1.0 / pivot
             previous_factor = self.factor[j] = upper[j] / pivot
 
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        """Solve in place for a float64 array of shape ``(n0, n, n2)``; returns it."""
+    def solve(self, rhs: np.ndarray, add_to: np.ndarray | None = None) -> np.ndarray:
+        """Solve in place for a float64 array of shape ``(n0, n, n2)``; returns it. With
+        ``add_to`` (an array, or a view, of the same shape), the solution is also added to
+        it in the same pass (an implicit increment added to its field)."""
+        if add_to is None:
+            add_to = _NO_TARGET
+        elif add_to.shape != rhs.shape:
+            raise ValueError(f"add_to has shape {add_to.shape}, expected {rhs.shape}")
         if rhs.size:
-            _solve_factored(self.lower, self.inverse_pivot, self.factor, rhs)
+            _solve_factored(self.lower, self.inverse_pivot, self.factor, rhs, add_to)
         return rhs
 
 

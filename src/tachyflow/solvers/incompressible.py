@@ -325,15 +325,19 @@ class IncompressibleSolver(PencilSolver):
             increment = rk3_increment(
                 dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
             )
-            outflow = None
+            target = self.halo.interior(field)
             if index == 0 and self.inflow is not None and self._owns_outflow:
                 outflow = increment[-1].copy()  # not diffused: the outflow condition
-            if self.walls:
-                with self.timer("implicit"):
-                    self._implicit_operator(index == 1, alpha * dt).solve(increment)
-            if outflow is not None:
+                if self.walls:
+                    with self.timer("implicit"):
+                        self._implicit_operator(False, alpha * dt).solve(increment)
                 increment[-1] = outflow
-            self.halo.interior(field)[...] += increment
+                target += increment
+            elif self.walls:
+                with self.timer("implicit"):  # the solution added to the field as it comes
+                    self._implicit_operator(index == 1, alpha * dt).solve(increment, target)
+            else:
+                target += increment
         self._previous = explicit
         self._project(alpha * dt)
 
@@ -378,8 +382,8 @@ class IncompressibleSolver(PencilSolver):
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
         nx, _, nz = self.grid.shape
-        weights = (self.grid.widths_y / self.grid.lengths[1])[None, :, None]
-        return self._sum(np.sum(values * weights)) / (nx * nz)
+        weights = self.grid.widths_y / self.grid.lengths[1]
+        return self._sum(stencils.y_weighted_sum(values, weights)) / (nx * nz)
 
     def bulk_velocity(self) -> float:
         """Volume-averaged streamwise velocity (collective)."""
