@@ -17,6 +17,7 @@ import pytest
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 os.environ.setdefault("MPIEXEC_TIMEOUT", "90")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread per rank
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # one kernel thread per rank
 
 # Global shapes used by the parallel tests: cubes, primes, 1-cell axes, axes shorter than
 # the process count, and an empty-looking mix.

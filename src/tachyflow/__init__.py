@@ -8,9 +8,11 @@ and ``cli`` is the ``tachyflow`` command.
 import os
 from importlib.metadata import PackageNotFoundError, version
 
-# MPI ranks fill the cores: one BLAS/OpenMP thread each, unless the user chose otherwise
-# (effective when tachyflow is imported before numpy; `tachyflow -n` sets it for its ranks).
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+# MPI ranks fill the cores: one BLAS/OpenMP/numba thread each, unless the user chose
+# otherwise (effective when tachyflow is imported before numpy and numba; `tachyflow -n`
+# sets it for its ranks, `--threads T` gives them T each).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                  "NUMBA_NUM_THREADS"):  # fmt: skip
     os.environ.setdefault(_variable, "1")
 del _variable
 

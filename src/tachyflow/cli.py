@@ -36,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     ranks = getattr(args, "ranks", None)
     if getattr(args, "pin_cores", False):  # read by every rank as MPI starts
         os.environ[runtime.PIN_VARIABLE] = "core"
+    threads = getattr(args, "threads", None)
+    if threads is not None:  # read by every rank as it starts (numba: when imported)
+        os.environ.update(runtime.thread_environment(threads))
+        if ranks is None and threads > 1 and not runtime.under_launcher():
+            ranks = 1  # numba has started here with one thread: a rank of its own
     try:
         runtime.check_pinning()
     except ConfigError as error:

@@ -27,6 +27,7 @@ from rich.progress import (
 )
 
 from tachyflow.errors import ConfigError
+from tachyflow.numerics.threads import thread_environment, threads_per_rank, use_threads
 
 # Environment variables that launchers set in the processes they start: MPICH/Hydra and
 # Intel MPI (PMI_*), Open MPI (OMPI_*), PMIx launchers (prterun, srun --mpi=pmix), Slurm,
@@ -46,7 +47,7 @@ LAUNCHER_VARIABLES = (
 # One BLAS/OpenMP thread per rank unless the user says otherwise: ranks fill the cores,
 # and a threaded BLAS under MPI oversubscribes them (numpy's dot products slowed a CG
 # solve 10x here).
-ONE_THREAD_PER_RANK = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+ONE_THREAD_PER_RANK = thread_environment(1)
 TERMINAL_VARIABLE = "TACHYFLOW_TERMINAL"
 MPIEXEC_VARIABLE = "TACHYFLOW_MPIEXEC"
 
@@ -167,6 +168,7 @@ def mpi_info(comm) -> dict:
         "network": (spread and os.environ.get("TACHYFLOW_NETWORK")) or "shared memory",
         "placement": (spread and os.environ.get("TACHYFLOW_PLACEMENT")) or "one node",
         "pinning": os.environ.get(PIN_VARIABLE, "none"),
+        "threads_per_rank": threads_per_rank(),
         "cores_per_rank": comm.gather(sorted(os.sched_getaffinity(0)), root=0)
         if os.environ.get(PIN_VARIABLE, "none") != "none"
         else None,
@@ -195,20 +197,45 @@ def initialise_mpi():
         MPI.Init_thread(MPI.THREAD_MULTIPLE)
         if os.environ.get(PIN_VARIABLE) == "core":  # other values: refused by the CLI
             pin_to_cores(MPI.COMM_WORLD)
+        start_threads()
     return MPI.COMM_WORLD
 
 
+def start_threads() -> int:
+    """Give this rank's kernels ``$TACHYFLOW_THREADS`` threads (ConfigError when the
+    count is bad, when MPI does not allow threads (below ``MPI_THREAD_FUNNELED``: only the
+    main thread calls MPI, the kernels' threads never do) or when numba was started with
+    fewer). Returns the count. The checks read the environment, the same on every rank."""
+    from mpi4py import MPI
+
+    try:
+        threads = threads_per_rank()
+        if threads > 1 and MPI.Query_thread() < MPI.THREAD_FUNNELED:
+            raise ValueError(
+                f"{threads} threads per rank need MPI_THREAD_FUNNELED; the MPI library "
+                f"provides level {MPI.Query_thread()}"
+            )
+        use_threads(threads)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return threads
+
+
 def pin_to_cores(comm) -> int:
-    """Bind this rank to one core of its machine (collective): the ranks of one machine
-    (by processor name: the emulated nodes of :mod:`tachyflow.cluster` share one) take its
-    available cores in rank order, round robin. Returns the core."""
+    """Bind this rank to one core of its machine, or to ``$TACHYFLOW_THREADS`` consecutive
+    cores (collective): the ranks of one machine (by processor name: the emulated nodes of
+    :mod:`tachyflow.cluster` share one) take its available cores in rank order, round
+    robin. Returns the first core."""
     from mpi4py import MPI
 
     machines = comm.allgather(MPI.Get_processor_name())
     index = machines[: comm.Get_rank()].count(machines[comm.Get_rank()])
     cores = sorted(os.sched_getaffinity(0))
-    core = cores[index % len(cores)]
-    os.sched_setaffinity(0, {core})
+    threads = threads_per_rank()  # each rank takes as many consecutive cores
+    core = cores[index * threads % len(cores)]
+    os.sched_setaffinity(
+        0, {cores[(index * threads + offset) % len(cores)] for offset in range(threads)}
+    )
     return core
 
 

@@ -542,3 +542,19 @@ def test_ranks_pinned_to_cores_on_request():
     assert free["pinning"] == "none" and free["cores_per_rank"] is None
     bad = tachyflow("info", "-n", "2", env={"TACHYFLOW_PIN": "socket"})
     assert bad.returncode == 2 and "expected one of ('none', 'core')" in bad.stderr
+
+
+def test_threads_per_rank_on_request():
+    cores = sorted(os.sched_getaffinity(0))
+    # Without -n: a rank of its own, so that numba starts with the threads.
+    result = tachyflow("info", "--threads", "2", "--pin-cores", "--json")
+    assert result.returncode == 0, result.stderr
+    details = json.loads(result.stdout)
+    assert details["threads_per_rank"] == 2 and details["mpi_thread_level"] == "multiple"
+    assert details["cores_per_rank"] == [sorted({cores[0], cores[1 % len(cores)]})]
+    assert json.loads(tachyflow("info", "--json").stdout)["threads_per_rank"] == 1
+    bad = tachyflow("info", "-n", "1", env={"TACHYFLOW_THREADS": "two"})
+    assert bad.returncode == 2 and "expected a positive integer" in bad.stderr
+    # Under a launcher that did not start numba with the threads: refused, saying why.
+    short = tachyflow("info", "-n", "1", env={"TACHYFLOW_THREADS": "2", "NUMBA_NUM_THREADS": "1"})
+    assert short.returncode == 2 and "numba was started with 1" in short.stderr

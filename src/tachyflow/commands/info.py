@@ -51,6 +51,13 @@ class Info(Command):
             "placement": mpi["placement"],
             "pinning": mpi["pinning"],
             "cores_per_rank": mpi["cores_per_rank"],
+            "threads_per_rank": mpi["threads_per_rank"],
+            "mpi_thread_level": {
+                MPI.THREAD_SINGLE: "single",
+                MPI.THREAD_FUNNELED: "funneled",
+                MPI.THREAD_SERIALIZED: "serialized",
+                MPI.THREAD_MULTIPLE: "multiple",
+            }[MPI.Query_thread()],
             "cores": machine["cores"],
             "cores_available": machine["cores_available"],
             "processor": machine["processor"],

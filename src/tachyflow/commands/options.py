@@ -93,7 +93,16 @@ def add_ranks(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pin-cores",
         action="store_true",
-        help="bind each rank to one core of its machine (sets $TACHYFLOW_PIN=core)",
+        help="bind each rank to one core of its machine, or to T with --threads T "
+        "(sets $TACHYFLOW_PIN=core)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        metavar="T",
+        help="threads per rank for the kernels (numba, FFTW, BLAS; default 1): hybrid "
+        "MPI + threads, e.g. -n 1 --threads 2 against -n 2",
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyfftw
 
+from tachyflow.numerics.threads import threads_per_rank
+
 PLANNING = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
 DIRECTIONS = {
     "r2c": "FFTW_FORWARD",
@@ -56,7 +58,12 @@ class AxisTransform:
             flags = [PLANNING[planning]] + (["FFTW_DESTROY_INPUT"] if kind == "c2r" else [])
             # Planning with MEASURE overwrites the arrays: plan on them before they hold data.
             self._plan = pyfftw.FFTW(
-                source, target, axes=(axis,), direction=direction, flags=flags, threads=1
+                source,
+                target,
+                axes=(axis,),
+                direction=direction,
+                flags=flags,
+                threads=threads_per_rank(),
             )
 
     def __call__(self) -> np.ndarray:

@@ -8,16 +8,17 @@ Substep ``k`` advances ``u`` by ``Δt (γ_k H_k + ρ_k H_{k-1})`` of the explici
 from __future__ import annotations
 
 import numba
+from numba import prange
 
 RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
 RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):  # pragma: no cover
     flat_explicit, flat_previous = explicit.ravel(), previous.ravel()
     flat_implicit = implicit.ravel()
-    for index in range(flat_implicit.size):
+    for index in prange(flat_implicit.size):
         flat_implicit[index] = (
             dt * (gamma * flat_explicit[index] + rho * flat_previous[index])
             + alpha_dt * flat_implicit[index]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import prange
 
 from tachyflow.numerics.grid import StaggeredGrid
 
@@ -68,10 +69,10 @@ class YMetrics:
 _NO_ARRAY = np.empty((0, 0, 0))  # "no separate output" for the numba kernels
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
     nx, ny, nz = out.shape
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             inverse_width = 1.0 / width[j - 1]
             for k in range(1, nz + 1):
@@ -92,10 +93,10 @@ def divergence(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             inverse_gap = 1.0 / gap[j - 1]
             for k in range(1, nz + 1):
@@ -115,7 +116,7 @@ def subtract_gradient(
     _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor, ny - 1 if walls else ny)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _add_viscous(
     f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out, out_y
 ):  # pragma: no cover
@@ -134,7 +135,7 @@ def _add_viscous(
             up, down, across = gap[j], gap_down[j], width[j]
         scale = nu if with_y else 0.0
         y_up[j], y_down[j] = scale / (up * across), scale / (down * across)
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             a, b = y_up[j - 1], y_down[j - 1]
             if y_apart:
@@ -198,10 +199,10 @@ def add_viscous(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
     nx, ny, nz = out_u.shape
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             inverse_width = 1.0 / width[j - 1]
             inverse_gap = 1.0 / gap[j - 1]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import prange
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -169,13 +170,13 @@ def solve_tridiagonal_lines(
     return rhs
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _solve_factored(lower, inverse_pivot, factor, rhs, target):  # pragma: no cover
     # target of shape (0, 0, 0): none; otherwise the solution is also added to it, row by
     # row as the backward sweep finishes each (one pass less over the field).
     n0, n, n2 = rhs.shape
     add = target.shape[0] > 0
-    for i in range(n0):
+    for i in prange(n0):
         for k in range(n2):
             rhs[i, 0, k] *= inverse_pivot[0]
         for j in range(1, n):

@@ -1,0 +1,54 @@
+"""Threads inside a rank: the count, its environment, and threaded kernels equal serial."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tachyflow.numerics.threads import thread_environment, threads_per_rank, use_threads
+
+# A few channel steps (walls, stretching: every threaded kernel of the Cartesian step and
+# the threaded FFTs of its Poisson solve); the fields' exact bytes are printed.
+STEPS = """
+import hashlib
+from mpi4py import MPI
+from tachyflow import config, runtime
+from tachyflow.solvers.incompressible import IncompressibleSolver
+runtime.start_threads()
+case = config.load("channel").replace("grid", cells=(12, 16, 10))
+solver = IncompressibleSolver.from_case(case, MPI.COMM_SELF, "estimate")
+for _ in range(3):
+    solver.step(solver.stable_time_step(0.5))
+digest = hashlib.sha256()
+for field in (solver.u, solver.v, solver.w, solver.p):
+    digest.update(field.tobytes())
+print(digest.hexdigest())
+"""
+
+
+def test_the_thread_count_comes_from_the_environment():
+    assert threads_per_rank({}) == 1
+    assert threads_per_rank({"TACHYFLOW_THREADS": "3"}) == 3
+    for text in ("0", "-2", "two", ""):
+        with pytest.raises(ValueError, match="expected a positive integer"):
+            threads_per_rank({"TACHYFLOW_THREADS": text})
+    environment = thread_environment(4)
+    assert environment["NUMBA_NUM_THREADS"] == environment["OMP_NUM_THREADS"] == "4"
+    with pytest.raises(ValueError, match="numba was started with"):
+        use_threads(10_000)
+
+
+def test_threaded_steps_equal_serial_ones_bit_for_bit():
+    def digest(threads):
+        environment = dict(os.environ, **thread_environment(threads))
+        for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT"):
+            environment.pop(name, None)
+        result = subprocess.run(
+            [sys.executable, "-c", STEPS], capture_output=True, text=True, env=environment,
+            timeout=240,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert digest(2) == digest(1)
