@@ -95,3 +95,13 @@ def test_step_runs_merge_into_a_strong_scaling_result(tmp_path):
     assert scaling.plot(merged, tmp_path / "scaling.png").stat().st_size > 0
     with pytest.raises(ValueError, match="one grid"):
         scaling.merge([step(1, 1.0), step(2, 0.5, (64, 64, 64))])
+
+
+def test_in_transit_readers_get_the_cores_the_ranks_leave():
+    from tachyflow.bench.insitu import split_cores
+
+    assert split_cores(1, [0, 1]) == ([0], [1])
+    assert split_cores(2, [4, 5, 6, 7]) == ([4, 5], [6, 7])
+    assert split_cores(3, [0, 1]) == ([0, 1, 0], [])  # oversubscribed: readers share
+    with pytest.raises(ValueError, match="ranks must be >= 1"):
+        split_cores(0, [0, 1])

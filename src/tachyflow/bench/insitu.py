@@ -32,6 +32,7 @@ import numpy as np
 
 from tachyflow.bench.results import new_results
 from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.runtime import PIN_VARIABLE
 
 BENCHMARK = "insitu"
 #: name -> (mode, queue full policy, readers, slow)
@@ -86,9 +87,19 @@ def _tachyflow(*arguments) -> list[str]:
     return [sys.executable, "-m", "tachyflow", *arguments]
 
 
+def split_cores(ranks: int, cores: list[int]) -> tuple[list[int], list[int]]:
+    """Cores of the run's ranks (one each, in order, as ``--pin-cores`` binds them) and
+    the cores left to the readers (empty when the ranks take them all: then they share)."""
+    if ranks < 1:
+        raise ValueError(f"ranks must be >= 1, got {ranks}")
+    return [cores[rank % len(cores)] for rank in range(ranks)], cores[ranks:]
+
+
 def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
-                delay: float, timeout: float) -> dict:  # fmt: skip
-    """One run of a set-up (with its readers); its measurements."""
+                delay: float, timeout: float, pin: bool = False) -> dict:  # fmt: skip
+    """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
+    are bound to a core each and the readers to the cores left (so that a reader never
+    takes a core from a rank where there are enough)."""
     mode, policy, readers, slow = VARIANTS[name]
     run_dir = folder / "run"
     if run_dir.exists():
@@ -96,6 +107,14 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     case = folder / "case.toml"
     case.write_text(case_text(grid, steps, every, mode, policy))
     environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    environment.pop(PIN_VARIABLE, None)  # the run is pinned by its option, readers here
+    _, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
+    bind_reader = None
+    if pin and reader_cores:
+
+        def bind_reader():
+            os.sched_setaffinity(0, reader_cores)
+
     reader_processes = []
     if readers:
         command = ["transit-render", str(run_dir), "--timeout", str(timeout)]
@@ -105,11 +124,12 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
             command += ["-n", str(readers)]
         # Readers start first and wait for the run, as a user's would.
         reader_processes.append(
-            subprocess.Popen(_tachyflow(*command), env=environment,
+            subprocess.Popen(_tachyflow(*command), env=environment, preexec_fn=bind_reader,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )  # fmt: skip
     run = subprocess.run(
-        _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir)),
+        _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir),
+                   *(["--pin-cores"] if pin else [])),
         env=environment, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     if run.returncode:
@@ -151,8 +171,11 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
 
 def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every: int = 5,
                          repeats: int = 3, delay: float = 0.5, variants=None,
-                         timeout: float = 600.0, progress=None) -> dict:  # fmt: skip
-    """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module)."""
+                         timeout: float = 600.0, progress=None,
+                         pin: bool = False) -> dict:  # fmt: skip
+    """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module).
+    With ``pin``, ranks and readers on cores of their own where there are enough (the
+    cores are recorded in ``params["cores"]``)."""
     names = list(VARIANTS) if variants is None else list(variants)
     unknown = [name for name in names if name not in VARIANTS]
     if unknown:
@@ -161,6 +184,9 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         names.insert(0, "none")
     params = {"ranks": ranks, "grid": grid, "steps": steps, "every": every,
               "repeats": repeats, "delay": delay, "variants": names}  # fmt: skip
+    if pin:
+        rank_cores, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
+        params["cores"] = {"ranks": rank_cores, "readers": reader_cores or "shared with ranks"}
     document = new_results(BENCHMARK, params, None)
     samples: dict[str, list[dict]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
@@ -172,7 +198,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                     progress(f"round {repeat + 1}/{repeats}: {name}")
                 started = clock.perf_counter()
                 entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
-                                    timeout)  # fmt: skip
+                                    timeout, pin)  # fmt: skip
                 entry["wall"] = clock.perf_counter() - started
                 samples[name].append(entry)
     document["mpi"] = samples["none"][0]["mpi"]

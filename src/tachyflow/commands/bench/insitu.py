@@ -44,6 +44,13 @@ class Insitu(Benchmark):
                             help="seconds per step of a slow reader")  # fmt: skip
         parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
                             help="set-ups to run (default: all)")  # fmt: skip
+        parser.add_argument(
+            "--pin-cores",
+            dest="pin_processes",  # not the global --pin-cores: this process stays free
+            action="store_true",
+            help="bind each rank to a core and the readers to the cores left, so that "
+            "they never share one where there are enough (e.g. -n 1 on 2 cores)",
+        )
         options.add_output(parser)
 
     def run(self, args) -> int:
@@ -55,7 +62,7 @@ class Insitu(Benchmark):
         console = runtime.make_console()
         document = insitu.run_insitu_benchmark(
             args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
-            args.variants, progress=console.print,
+            args.variants, progress=console.print, pin=args.pin_processes,
         )  # fmt: skip
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")
