@@ -155,7 +155,9 @@ class FanSection:
     """``[fan]``: the rotor of an axial fan in the cylindrical domain (its hub is
     ``[cylinder] inner_radius``, its duct ``radius``, its speed ``rotation``), made an
     immersed body by ``[[immersed.body]] shape = "fan-rotor"``. Pairs are (root, tip), varied
-    linearly; angles in degrees; camber and thickness as fractions of the chord."""
+    linearly; angles in degrees; camber and thickness as fractions of the chord. ``section``
+    is ``naca4`` (``camber`` at ``camber_position``) or ``naca65`` (the 65-010 thickness
+    form on the a = 1.0 mean line of design lift coefficients ``design_lift``)."""
 
     blades: int = 5
     tip_clearance: float = 0.02
@@ -165,6 +167,8 @@ class FanSection:
     stagger: tuple[float, float] = (40.0, 56.0)  # from the axis
     camber: tuple[float, float] = (0.04, 0.02)
     camber_position: float = 0.4
+    section: str = "naca4"
+    design_lift: tuple[float, float] = (1.0, 0.6)
     thickness: float = 0.08
     sweep: float = 0.0
     stations: int = 12
@@ -685,7 +689,12 @@ def _validate_immersed(config: Config, require) -> None:
 
 
 def _validate_fan(config: Config, require) -> None:
+    from tachyflow.numerics.blades import SECTIONS
+
     fan, cylinder = config.fan, config.cylinder
+    require(fan.section in SECTIONS, "fan.section", f"one of {sorted(SECTIONS)}", fan.section)
+    require(all(0 <= lift <= 3 for lift in fan.design_lift), "fan.design_lift",
+            "two design lift coefficients (root, tip) in [0, 3]", fan.design_lift)  # fmt: skip
     require(config.case.solver == "cylindrical", "case.solver", "'cylindrical' with a fan",
             config.case.solver)  # fmt: skip
     require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",

@@ -194,12 +194,17 @@ initial = "inflow"
 
 
 @pytest.mark.parallel([1, 2, 3])
-def test_a_fan_rotor_gives_the_same_flow_and_loads_on_any_rank_count():
-    """Blades from triangulated surfaces on the cylindrical grid, x split over the ranks."""
+@pytest.mark.parametrize("section", ["naca4", "naca65"])
+def test_a_fan_rotor_gives_the_same_flow_and_loads_on_any_rank_count(section):
+    """Blades from triangulated surfaces on the cylindrical grid, x split over the ranks,
+    with NACA 4-digit or 65-series sections."""
     world = MPI.COMM_WORLD
     results = []
     for comm in (MPI.COMM_SELF, world):
-        text = FAN.format(parallel=f"[parallel]\nproc_grid = [{comm.size}, 1]")
+        parallel = f"[parallel]\nproc_grid = [{comm.size}, 1]"
+        text = FAN.format(parallel=parallel).replace(
+            "points = 16", f'points = 16\nsection = "{section}"\ndesign_lift = [1.2, 0.6]'
+        )
         fan = CylindricalSolver.from_case(config.parse(text, "fan.toml"), comm, "estimate")
         for _ in range(4):
             fan.step(0.01)

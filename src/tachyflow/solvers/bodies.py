@@ -117,6 +117,8 @@ class FanRotorShape(BodyShape):
                     stagger=fan.stagger,
                     camber=fan.camber,
                     camber_position=fan.camber_position,
+                    section=fan.section,
+                    design_lift=fan.design_lift,
                     thickness=fan.thickness,
                     sweep=fan.sweep,
                     centre=fan.position,
