@@ -132,9 +132,14 @@ class CylinderSection:
 class BodySection:
     """``[[immersed.body]]``: a solid imposed on the flow by direct forcing. ``shape`` is a
     registered body shape (``sphere``, ``cylinder``: infinitely long along ``axis``,
-    ``surface``: a closed triangulated ``file``, scaled then moved by ``offset``); the body
-    turns at ``angular_velocity`` about ``rotation_axis`` through ``rotation_centre`` (in
-    the solver's frame: a fan's blades in its rotating frame are at rest)."""
+    ``slab``: ``thickness`` across the plane normal to ``axis``, ``surface``: a closed
+    triangulated ``file``, scaled then moved by ``offset``). ``motion`` is a registered
+    motion: ``rigid``, the body turning at ``angular_velocity`` about ``rotation_axis``
+    through ``rotation_centre`` (in the solver's frame: a fan's blades in its rotating
+    frame are at rest), or ``oscillation`` (Cartesian solver): translation
+    ``oscillation sin(2π f t)`` (an amplitude vector) and pitching by ``pitch sin(2π f t
+    + pitch_phase)`` (degrees) about ``pitch_axis`` through the moving ``rotation_centre``,
+    at ``frequency`` f."""
 
     name: str = "body"
     shape: str = "sphere"
@@ -145,9 +150,16 @@ class BodySection:
     file: str = ""
     scale: float = 1.0
     offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    thickness: float = 0.1  # slab
     angular_velocity: float = 0.0
     rotation_axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
     rotation_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    motion: str = "rigid"
+    oscillation: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pitch: float = 0.0
+    pitch_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    pitch_phase: float = 0.0
+    frequency: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -681,9 +693,20 @@ def _validate_immersed(config: Config, require) -> None:
                 body.shape)  # fmt: skip
         require(body.radius > 0, f"{key} radius", "> 0", body.radius)
         require(body.scale > 0, f"{key} scale", "> 0", body.scale)
-        for vector in ("axis", "rotation_axis"):
+        require(body.thickness > 0, f"{key} thickness", "> 0", body.thickness)
+        for vector in ("axis", "rotation_axis", "pitch_axis"):
             value = getattr(body, vector)
             require(any(value), f"{key} {vector}", "a nonzero vector", value)
+        require(body.motion in bodies.motions(), f"{key} motion",
+                f"one of {bodies.motions()}", body.motion)  # fmt: skip
+        if body.motion == "oscillation":
+            require(config.case.solver == "incompressible", f"{key} motion",
+                    "'rigid' with the cylindrical solver (bodies oscillate on the Cartesian "
+                    "one)", body.motion)  # fmt: skip
+            require(math.isfinite(body.frequency) and body.frequency > 0,
+                    f"{key} frequency", "> 0 with an oscillation", body.frequency)  # fmt: skip
+            require(body.angular_velocity == 0, f"{key} angular_velocity",
+                    "0 with an oscillation (pitch instead)", body.angular_velocity)  # fmt: skip
         if body.shape == "fan-rotor":
             _validate_fan(config, require)
 
