@@ -120,6 +120,7 @@ class CylinderSection:
     inner_radius: float = 0.0  # 0: through the axis (a pipe); > 0: an annulus
     sectors: int = 1  # θ spans 2π / sectors, periodic
     stretching: float = 0.0  # tanh clustering of r towards the walls
+    clustering: str = "walls"  # or "axis" (through the axis): where stretching clusters r
     rotation: float = 0.0
     inner_wall_rotation: float = 0.0
     outer_wall_rotation: float = 0.0
@@ -638,6 +639,9 @@ def _validate(config: Config, source: str) -> None:
     )
     require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
+    require(cylinder.clustering == "walls" or (cylinder.clustering == "axis"
+            and cylinder.inner_radius == 0), "cylinder.clustering", "'walls', or 'axis' with "
+            "inner_radius = 0", cylinder.clustering)  # fmt: skip
     require(cylinder.outer_wall in ("no-slip", "slip"), "cylinder.outer_wall",
             "'no-slip' or 'slip'", cylinder.outer_wall)  # fmt: skip
     require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
