@@ -50,6 +50,8 @@ def test_a_placed_body_is_the_body_carried_by_its_motion():
     expected = 0.25 * 4 * math.pi * math.cos(4 * math.pi * time)
     assert np.allclose(moved.velocity(points), [expected, 0, 0])
     assert moved.placed(0.3).time == 0.3  # placed again from the body at rest
+    with pytest.raises(ValueError, match=r"Sphere moves: its velocity is that of \.placed"):
+        sphere.velocity(points)  # not placed: no time, no velocity
     still = immersed.Sphere((0, 0, 0), 0.5, motion=immersed.RigidMotion(angular_velocity=1.0))
     assert still.placed(0.7) is still  # a steady rotation leaves the level set in place
     slab = immersed.Slab((0, 0.5, 0), 0.2, (0, 2, 0))

@@ -145,7 +145,11 @@ class Body:
         raise NotImplementedError
 
     def velocity(self, points: np.ndarray) -> np.ndarray:
-        """The body's velocity at ``points`` (shape (n, 3))."""
+        """The body's velocity at ``points`` (shape (n, 3)); a moving body has one only
+        where it is at a time (:meth:`placed`)."""
+        if self.motion.moving:
+            raise ValueError(f"{type(self).__name__} moves: its velocity is that of "
+                             f".placed(time)")  # fmt: skip
         return self.motion.velocity(points)
 
     def placed(self, time: float) -> Body:
