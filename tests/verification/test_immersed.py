@@ -222,12 +222,16 @@ def test_a_fan_rotor_gives_the_same_flow_and_loads_on_any_rank_count(section):
 
 
 @pytest.mark.slow
-def test_the_drag_of_a_sphere_at_reynolds_100(tmp_path):
-    """The built-in ``sphere`` case (D / Δ = 20, axisymmetric): Cd within 7 % of the
-    body-fitted 1.085 (Fornberg 1988); measured 1.150 here, 1.122 at D / Δ = 30."""
-    case = config.load("sphere")
+@pytest.mark.timeout(1800)  # sphere-fine: about 9 minutes on one core
+@pytest.mark.parametrize("name, tolerance", [("sphere", 0.07), ("sphere-fine", 0.03)])
+def test_the_drag_of_a_sphere_at_reynolds_100(name, tolerance):
+    """The built-in ``sphere`` case (D / Δ = 20, outer boundary at 5 D, axisymmetric):
+    Cd within 7 % of the body-fitted 1.085 (Fornberg 1988), measured 1.149; its fine
+    variant ``sphere-fine`` (D / Δ = 40, outer boundary at 10 D, CFL 0.4) within 3 %,
+    measured 1.113 (+2.6 %)."""
+    case = config.load(name)
     body = CylindricalSolver.from_case(case, MPI.COMM_WORLD, "estimate")
     for _ in range(case.time.steps):
         body.step(body.stable_time_step(case.time.cfl))
     drag = body.body_loads[0, 0] / (0.5 * np.pi * 0.25)
-    assert abs(drag / 1.085 - 1) < 0.07, drag
+    assert abs(drag / 1.085 - 1) < tolerance, drag
