@@ -120,6 +120,7 @@ class CylinderSection:
     inner_radius: float = 0.0  # 0: through the axis (a pipe); > 0: an annulus
     sectors: int = 1  # θ spans 2π / sectors, periodic
     stretching: float = 0.0  # tanh clustering of r towards the walls
+    clustering: str = "walls"  # or "axis" (through the axis): where stretching clusters r
     rotation: float = 0.0
     inner_wall_rotation: float = 0.0
     outer_wall_rotation: float = 0.0
@@ -132,9 +133,14 @@ class CylinderSection:
 class BodySection:
     """``[[immersed.body]]``: a solid imposed on the flow by direct forcing. ``shape`` is a
     registered body shape (``sphere``, ``cylinder``: infinitely long along ``axis``,
-    ``surface``: a closed triangulated ``file``, scaled then moved by ``offset``); the body
-    turns at ``angular_velocity`` about ``rotation_axis`` through ``rotation_centre`` (in
-    the solver's frame: a fan's blades in its rotating frame are at rest)."""
+    ``slab``: ``thickness`` across the plane normal to ``axis``, ``surface``: a closed
+    triangulated ``file``, scaled then moved by ``offset``). ``motion`` is a registered
+    motion: ``rigid``, the body turning at ``angular_velocity`` about ``rotation_axis``
+    through ``rotation_centre`` (in the solver's frame: a fan's blades in its rotating
+    frame are at rest), or ``oscillation`` (Cartesian solver): translation
+    ``oscillation sin(2π f t)`` (an amplitude vector) and pitching by ``pitch sin(2π f t
+    + pitch_phase)`` (degrees) about ``pitch_axis`` through the moving ``rotation_centre``,
+    at ``frequency`` f."""
 
     name: str = "body"
     shape: str = "sphere"
@@ -145,9 +151,16 @@ class BodySection:
     file: str = ""
     scale: float = 1.0
     offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    thickness: float = 0.1  # slab
     angular_velocity: float = 0.0
     rotation_axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
     rotation_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    motion: str = "rigid"
+    oscillation: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pitch: float = 0.0
+    pitch_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    pitch_phase: float = 0.0
+    frequency: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -155,7 +168,9 @@ class FanSection:
     """``[fan]``: the rotor of an axial fan in the cylindrical domain (its hub is
     ``[cylinder] inner_radius``, its duct ``radius``, its speed ``rotation``), made an
     immersed body by ``[[immersed.body]] shape = "fan-rotor"``. Pairs are (root, tip), varied
-    linearly; angles in degrees; camber and thickness as fractions of the chord."""
+    linearly; angles in degrees; camber and thickness as fractions of the chord. ``section``
+    is ``naca4`` (``camber`` at ``camber_position``) or ``naca65`` (the 65-010 thickness
+    form on the a = 1.0 mean line of design lift coefficients ``design_lift``)."""
 
     blades: int = 5
     tip_clearance: float = 0.02
@@ -165,6 +180,8 @@ class FanSection:
     stagger: tuple[float, float] = (40.0, 56.0)  # from the axis
     camber: tuple[float, float] = (0.04, 0.02)
     camber_position: float = 0.4
+    section: str = "naca4"
+    design_lift: tuple[float, float] = (1.0, 0.6)
     thickness: float = 0.08
     sweep: float = 0.0
     stations: int = 12
@@ -622,6 +639,9 @@ def _validate(config: Config, source: str) -> None:
     )
     require(cylinder.sectors >= 1, "cylinder.sectors", "a positive integer", cylinder.sectors)
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
+    require(cylinder.clustering == "walls" or (cylinder.clustering == "axis"
+            and cylinder.inner_radius == 0), "cylinder.clustering", "'walls', or 'axis' with "
+            "inner_radius = 0", cylinder.clustering)  # fmt: skip
     require(cylinder.outer_wall in ("no-slip", "slip"), "cylinder.outer_wall",
             "'no-slip' or 'slip'", cylinder.outer_wall)  # fmt: skip
     require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
@@ -677,15 +697,31 @@ def _validate_immersed(config: Config, require) -> None:
                 body.shape)  # fmt: skip
         require(body.radius > 0, f"{key} radius", "> 0", body.radius)
         require(body.scale > 0, f"{key} scale", "> 0", body.scale)
-        for vector in ("axis", "rotation_axis"):
+        require(body.thickness > 0, f"{key} thickness", "> 0", body.thickness)
+        for vector in ("axis", "rotation_axis", "pitch_axis"):
             value = getattr(body, vector)
             require(any(value), f"{key} {vector}", "a nonzero vector", value)
+        require(body.motion in bodies.motions(), f"{key} motion",
+                f"one of {bodies.motions()}", body.motion)  # fmt: skip
+        if body.motion == "oscillation":
+            require(config.case.solver == "incompressible", f"{key} motion",
+                    "'rigid' with the cylindrical solver (bodies oscillate on the Cartesian "
+                    "one)", body.motion)  # fmt: skip
+            require(math.isfinite(body.frequency) and body.frequency > 0,
+                    f"{key} frequency", "> 0 with an oscillation", body.frequency)  # fmt: skip
+            require(body.angular_velocity == 0, f"{key} angular_velocity",
+                    "0 with an oscillation (pitch instead)", body.angular_velocity)  # fmt: skip
         if body.shape == "fan-rotor":
             _validate_fan(config, require)
 
 
 def _validate_fan(config: Config, require) -> None:
+    from tachyflow.numerics.blades import SECTIONS
+
     fan, cylinder = config.fan, config.cylinder
+    require(fan.section in SECTIONS, "fan.section", f"one of {sorted(SECTIONS)}", fan.section)
+    require(all(0 <= lift <= 3 for lift in fan.design_lift), "fan.design_lift",
+            "two design lift coefficients (root, tip) in [0, 3]", fan.design_lift)  # fmt: skip
     require(config.case.solver == "cylindrical", "case.solver", "'cylindrical' with a fan",
             config.case.solver)  # fmt: skip
     require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",

@@ -120,6 +120,8 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
          "'grid.x_boundaries' must be \"inflow-outflow\" with a fan"),
         (("blades = 5", "blades = 7"), "'fan.blades' must be a positive multiple"),
         (("position = 1.0", "position = 2.0"), "'fan.pressure_planes' must be one plane up-"),
+        (("thickness = 0.08", 'thickness = 0.08\nsection = "naca66"'),
+         "'fan.section' must be one of ['naca4', 'naca65'], got 'naca66'"),
     ],
 )  # fmt: skip
 def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):

@@ -26,6 +26,7 @@ def close(result, expected):
 
 GRIDS = {
     "pipe": CylindricalGrid((5, 6, 7), 1.0, 1.0, stretching=1.5),
+    "pipe-fine-axis": CylindricalGrid((5, 6, 7), 1.0, 1.0, stretching=2.0, clustering="axis"),
     "annulus": CylindricalGrid((5, 6, 7), 1.0, 1.0, inner_radius=0.4),
 }
 

@@ -1,8 +1,12 @@
 """Airfoil sections and the structured grids of a 2D compressible RANS solver (MPI-free).
 
-Sections: NACA 4-digit (analytic, sharp or open trailing edge) and the RAE 2822 from the
+Sections: NACA 4-digit (analytic, sharp or open trailing edge), the RAE 2822 from the
 table of Cook, McDonald & Firmin (AGARD AR-138, 1979) shipped in
-``tachyflow/data/airfoils/rae2822.dat`` (its header says where the numbers come from).
+``tachyflow/data/airfoils/rae2822.dat`` (its header says where the numbers come from), and
+the NACA 65-series compressor-blade section: the 65-010 thickness form from the ordinates
+of Abbott & von Doenhoff, "Theory of Wing Sections" (Appendix I; NACA Report 824), shipped
+in ``tachyflow/data/airfoils/naca65-010.dat``, on the a = 1.0 mean line of a design lift
+coefficient (their Appendix II, analytic).
 
 Grids are node arrays ``x[i, j]``, ``y[i, j]`` of shape ``(ni + 1, nj + 1)`` for ``ni x nj``
 cells, in the index convention of the solver (MPINS2D, the solver of B.-S. Lee, J.-W. Hong,
@@ -50,6 +54,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.linalg import solve_banded
 from scipy.optimize import brentq
+from scipy.special import xlogy
 
 # Coefficient of x^4 in the NACA thickness polynomial: 0.1015 leaves the published finite
 # trailing edge, 0.1036 closes it (the usual modification for a sharp edge).
@@ -160,6 +165,57 @@ def naca4_surfaces(
     lower = np.column_stack([x + half * np.sin(angle), mean - half * np.cos(angle)])
     if closed_trailing_edge:
         upper[-1, 1] = lower[-1, 1] = mean[-1]  # exactly sharp, not 1e-17 apart
+    return upper, lower
+
+
+# Leading-edge radius of the NACA 65-010 thickness form, a fraction of the chord (the table's).
+_NACA65_010_NOSE_RADIUS = 0.00687
+
+
+def naca65_010_ordinates() -> np.ndarray:
+    """The published NACA 65-010 half-thickness ordinates, ``(26, 2)``: ``x/c, y_t/c``."""
+    text = resources.files("tachyflow").joinpath("data/airfoils/naca65-010.dat").read_text()
+    return np.loadtxt(text.splitlines(), comments="#") / 100.0
+
+
+def naca65_010_half_thickness(x) -> np.ndarray:
+    """The NACA 65-010 half thickness at chord stations ``x`` in [0, 1]: a cubic spline of the
+    published ordinates in ``sqrt(x)``, in which the round nose is regular, its slope at the
+    leading edge set by the published nose radius ``ρ`` (``y_t -> sqrt(2 ρ x)``)."""
+    table = naca65_010_ordinates()
+    spline = CubicSpline(
+        np.sqrt(table[:, 0]),
+        table[:, 1],
+        bc_type=((1, np.sqrt(2 * _NACA65_010_NOSE_RADIUS)), "not-a-knot"),
+    )
+    return spline(np.sqrt(np.clip(x, 0.0, 1.0)))
+
+
+def a10_mean_line(x, design_lift: float) -> tuple[np.ndarray, np.ndarray]:
+    """The NACA a = 1.0 mean line (uniform load along the chord) of ``design_lift`` c_li at
+    chord stations ``x``: ``y_c = -c_li / (4π) [(1 - x) ln(1 - x) + x ln x]`` and its slope
+    ``c_li / (4π) ln((1 - x) / x)`` (infinite at both ends)."""
+    x = np.asarray(x, dtype=float)
+    factor = design_lift / (4 * np.pi)
+    mean = -factor * (xlogy(1 - x, 1 - x) + xlogy(x, x))
+    with np.errstate(divide="ignore", invalid="ignore"):  # ±inf at the edges; 0 uncambered
+        slope = np.where(factor == 0, 0.0, factor * (np.log(1 - x) - np.log(x)))
+    return mean, slope
+
+
+def naca65_surfaces(design_lift: float, thickness: float, points: int):
+    """Upper and lower surfaces ``(points, 2)`` of the NACA 65-series section of design lift
+    coefficient ``design_lift`` (the a = 1.0 mean line) and ``thickness`` (chord fraction;
+    the 65-010 form scaled by ``thickness / 0.10``), from the leading to the trailing edge,
+    cosine-spaced, the thickness laid off normal to the mean line. Sharp at the trailing
+    edge, as the table is; a 65-(12)10 is ``naca65_surfaces(1.2, 0.10, n)``."""
+    x = 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, points)))
+    half = naca65_010_half_thickness(x) * (thickness / 0.10)
+    mean, slope = a10_mean_line(x, design_lift)
+    angle = np.arctan(slope)
+    upper = np.column_stack([x - half * np.sin(angle), mean + half * np.cos(angle)])
+    lower = np.column_stack([x + half * np.sin(angle), mean - half * np.cos(angle)])
+    upper[[0, -1]] = lower[[0, -1]] = [[0.0, 0.0], [1.0, 0.0]]  # exactly closed at both ends
     return upper, lower
 
 

@@ -1,15 +1,17 @@
-"""Axial-fan blades as closed triangulated surfaces (MPI-free): NACA 4-digit sections
-wrapped onto cylinders and stacked along the span.
+"""Axial-fan blades as closed triangulated surfaces (MPI-free): NACA 4-digit or 65-series
+sections wrapped onto cylinders and stacked along the span.
 
 At each span station of radius ``r`` the section is drawn in the developed plane
-(``m`` along the axis x, ``s = r θ`` around it): a NACA 4-digit profile of chord ``c(r)``,
-maximum camber ``f(r)`` at ``p`` of the chord, thickness ``t``, its chord at the stagger
-angle ``γ(r)`` from the axis (0: the chord along x, a flat plate edge-on to an axial
+(``m`` along the axis x, ``s = r θ`` around it): a profile of chord ``c(r)`` and thickness
+``t`` from a family registered in :data:`SECTIONS` (``naca4``: maximum camber ``f(r)`` at
+``p`` of the chord; ``naca65``: the 65-010 thickness form on the a = 1.0 mean line of
+design lift coefficient ``c_li(r)``, the classic compressor-blade section), its chord at
+the stagger angle ``γ(r)`` from the axis (0: the chord along x, a flat plate edge-on to an axial
 inflow), turned about its quarter chord, which sits at ``x = centre`` and ``θ = angle``
 shifted back by the sweep ``(r - r_root) tan(sweep)`` along the chord. Chord, stagger
-and camber vary linearly from root to tip. The stations' outlines, all with the same
-number of points, are joined into a tube and closed by a cap at each end, so the surface
-is watertight (an inside is defined) for the signed distances of
+and camber (or design lift) vary linearly from root to tip. The stations' outlines, all
+with the same number of points, are joined into a tube and closed by a cap at each end,
+so the surface is watertight (an inside is defined) for the signed distances of
 :class:`~tachyflow.numerics.immersed.TriangulatedBody`.
 """
 
@@ -20,16 +22,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tachyflow.numerics.airfoil_grids import naca4_surfaces
+from tachyflow.numerics.airfoil_grids import naca4_surfaces, naca65_surfaces
+
+
+def _outline(upper: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    # Trailing edge -> leading edge over the upper side, back under the lower side.
+    return np.concatenate([upper[::-1], lower[1:-1]])
 
 
 def naca4_outline(camber: float, position: float, thickness: float, points: int):
     """A closed NACA 4-digit outline (trailing edge closed), counter-clockwise from the
     trailing edge over the upper side: ``(2 points - 2, 2)`` chord-normalised coordinates,
     cosine-spaced."""
-    upper, lower = naca4_surfaces(camber, position, thickness, points)
-    # Trailing edge -> leading edge over the upper side, back under the lower side.
-    return np.concatenate([upper[::-1], lower[1:-1]])
+    return _outline(*naca4_surfaces(camber, position, thickness, points))
+
+
+def naca65_outline(design_lift: float, thickness: float, points: int):
+    """A closed NACA 65-series outline (65-010 thickness scaled to ``thickness``, a = 1.0
+    mean line of ``design_lift``), ordered as :func:`naca4_outline`."""
+    return _outline(*naca65_surfaces(design_lift, thickness, points))
+
+
+def _blend(pair, fraction: float) -> float:
+    """The root-to-tip ``pair`` interpolated linearly at the span ``fraction``."""
+    return pair[0] + fraction * (pair[1] - pair[0])
+
+
+# Section families by name: the outline of a blade's section at a span fraction (0: root).
+SECTIONS = {
+    "naca4": lambda design, fraction: naca4_outline(
+        _blend(design.camber, fraction), design.camber_position, design.thickness, design.points
+    ),
+    "naca65": lambda design, fraction: naca65_outline(
+        _blend(design.design_lift, fraction), design.thickness, design.points
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +73,8 @@ class BladeDesign:
     stagger: tuple[float, float] = (45.0, 60.0)  # root, tip: from the axis
     camber: tuple[float, float] = (0.04, 0.02)  # root, tip: fraction of the chord
     camber_position: float = 0.4
+    section: str = "naca4"  # a family of SECTIONS
+    design_lift: tuple[float, float] = (1.0, 0.6)  # root, tip: naca65's c_li
     thickness: float = 0.08
     sweep: float = 0.0
     centre: float = 0.0  # x of the quarter chord at the root
@@ -70,6 +99,12 @@ class BladeDesign:
         if not 0 < self.camber_position < 1 or not all(0 <= f < 0.2 for f in self.camber):
             raise ValueError(f"blade camber must be in [0, 0.2) at a position in (0, 1), got "
                              f"{self.camber} at {self.camber_position!r}")  # fmt: skip
+        if self.section not in SECTIONS:
+            raise ValueError(f"blade section must be one of {sorted(SECTIONS)}, got "
+                             f"{self.section!r}")  # fmt: skip
+        if not all(0 <= lift <= 3 for lift in self.design_lift):
+            raise ValueError(f"blade design lift coefficients must be in [0, 3], got "
+                             f"{self.design_lift}")  # fmt: skip
         if self.hand not in (1, -1):
             raise ValueError(f"blade hand must be 1 or -1, got {self.hand!r}")
         if self.stations < 2 or self.points < 8:
@@ -82,14 +117,10 @@ class BladeDesign:
         span = np.linspace(0.0, 1.0, self.stations)
         loops = []
         for fraction in span:
-            radius = self.root_radius + fraction * (self.tip_radius - self.root_radius)
-
-            def blend(pair, fraction=fraction):
-                return pair[0] + fraction * (pair[1] - pair[0])
-
-            camber = blend(self.camber)
-            outline = naca4_outline(camber, self.camber_position, self.thickness, self.points)
-            chord, stagger = blend(self.chord), math.radians(blend(self.stagger))
+            radius = _blend((self.root_radius, self.tip_radius), fraction)
+            outline = SECTIONS[self.section](self, fraction)
+            chord = _blend(self.chord, fraction)
+            stagger = math.radians(_blend(self.stagger, fraction))
             along = (outline[:, 0] - 0.25) * chord  # from the quarter chord
             normal = outline[:, 1] * chord
             sweep = (radius - self.root_radius) * math.tan(math.radians(self.sweep))

@@ -5,7 +5,8 @@ applies with y read as r and z as θ. x is uniform, periodic or open (an inflow 
 outflow: zero pressure gradient at both ends); θ is periodic over the
 full circle or over a sector ``2π / sectors`` (one passage of an N-bladed fan); r runs
 from ``inner_radius`` (0: through the axis, a pipe; > 0: an annulus with a hub) to
-``radius``, uniform or clustered towards the walls.
+``radius``, uniform, clustered towards the walls, or (through the axis) towards the axis,
+where a body on the axis (a sphere in an axisymmetric flow) wants fine cells.
 
 Unknowns follow Verzicco & Orlandi (1996): pressure at cell centres; ``u_x`` on x-faces,
 ``q_r = r u_r`` on r-faces and ``u_θ`` on θ-faces, each stored at the index of the cell
@@ -23,13 +24,30 @@ import numpy as np
 from tachyflow.numerics.grid import WallNormalFaces, tanh_faces
 
 
-def radial_faces(cells: int, inner: float, outer: float, stretching: float) -> np.ndarray:
+def radial_faces(
+    cells: int, inner: float, outer: float, stretching: float, towards: str = "walls"
+) -> np.ndarray:
     """``cells + 1`` radial faces from ``inner`` to ``outer``, clustered towards the walls
-    (both walls of an annulus; only the outer one of a pipe, whose inner end is the axis)."""
+    (both walls of an annulus; only the outer one of a pipe, whose inner end is the axis),
+    or, with ``towards = "axis"`` (through the axis only), fine about the axis:
+    ``r = outer sinh(s ξ) / sinh(s)`` for ``ξ`` uniform in [0, 1] and ``s`` the
+    stretching, a spacing of about ``(s / cells) sqrt(r0² + r²)`` with
+    ``r0 = outer / sinh(s)``: nearly uniform out to ``r0``, growing steadily beyond (the
+    first ring is not made finer than the rest of the core, so the azimuthal couplings
+    there do not cut the time step)."""
+    if towards not in RADIAL_CLUSTERING:
+        raise ValueError(f"clustering must be one of {RADIAL_CLUSTERING}, got {towards!r}")
+    if towards == "axis" and inner > 0:
+        raise ValueError(f"clustering towards the axis needs inner_radius = 0, got {inner!r}")
     if inner > 0 or stretching == 0:
         return inner + tanh_faces(cells, outer - inner, stretching)
+    if towards == "axis":
+        return outer * np.sinh(stretching * np.linspace(0.0, 1.0, cells + 1)) / np.sinh(stretching)
     # Half of a two-sided tanh distribution: clustered at the wall, coarse at the axis.
     return tanh_faces(2 * cells, 2 * outer, stretching)[cells:] - outer
+
+
+RADIAL_CLUSTERING = ("walls", "axis")
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,9 @@ class CylindricalGrid(WallNormalFaces):
         tanh clustering of the radial faces towards the walls (0: uniform).
     periodic_x : bool
         Periodic in x, else open: an inflow at ``x = 0`` and an outflow at ``x = length``.
+    clustering : str
+        ``"walls"``, or ``"axis"``: the ``stretching`` makes the faces fine about the axis
+        instead (with ``inner_radius = 0``; see :func:`radial_faces`).
     """
 
     shape: tuple[int, int, int]
@@ -61,6 +82,7 @@ class CylindricalGrid(WallNormalFaces):
     sectors: int = 1
     stretching: float = 0.0
     periodic_x: bool = True
+    clustering: str = "walls"
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
 
     periodic_y = False  # r is bounded by the axis or a wall and by a wall
@@ -80,7 +102,9 @@ class CylindricalGrid(WallNormalFaces):
             raise ValueError(f"sectors must be a positive integer, got {self.sectors!r}")
         if not self.stretching >= 0:
             raise ValueError(f"stretching must be >= 0, got {self.stretching!r}")
-        faces = radial_faces(self.shape[1], self.inner_radius, self.radius, self.stretching)
+        faces = radial_faces(
+            self.shape[1], self.inner_radius, self.radius, self.stretching, self.clustering
+        )
         object.__setattr__(self, "faces_y", faces)
 
     def laminar_profile(self) -> np.ndarray:

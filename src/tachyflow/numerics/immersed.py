@@ -2,7 +2,11 @@
 stencils that impose a body's velocity on a staggered grid, Cartesian or cylindrical.
 
 A body is a level set ``φ`` (negative inside, positive in the fluid, ~ the distance to the
-surface) with a rigid-body velocity. On each velocity component's points:
+surface) with a rigid-body motion: at rest or turning steadily about an axis
+(:class:`RigidMotion`: the level set stays put, a body of revolution or a rotor in its
+own frame), or oscillating (:class:`OscillatingMotion`: translation and pitching, the
+level set moves; :meth:`Body.placed` is the body where it is at a time). On each velocity
+component's points:
 
 * points inside a body take the body's velocity;
 * *forcing points* (in the fluid, with a neighbour inside along a grid line) take the
@@ -24,6 +28,7 @@ scatter per component. The momentum they add is the force of the bodies on the f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -48,15 +53,90 @@ class RigidMotion:
         if not np.isfinite(self.angular_velocity):
             raise ValueError(f"angular_velocity must be finite, got {self.angular_velocity!r}")
 
-    def velocity(self, points: np.ndarray) -> np.ndarray:
-        """Velocity ``ω × (p - c)`` at ``points`` (shape (n, 3))."""
+    moving: ClassVar[bool] = False  # the level set stays where it is
+
+    def velocity(self, points: np.ndarray, time: float = 0.0) -> np.ndarray:
+        """Velocity ``ω × (p - c)`` at ``points`` (shape (n, 3)), at any ``time``."""
         axis = np.asarray(self.axis, dtype=float)
         omega = self.angular_velocity * axis / np.linalg.norm(axis)
         return np.cross(omega, points - np.asarray(self.centre, dtype=float))
 
+    def body_frame(self, points: np.ndarray, time: float) -> np.ndarray:
+        """Where ``points`` were at rest: the points themselves (the level set stays)."""
+        return points
+
+
+@dataclass(frozen=True)
+class OscillatingMotion:
+    """A prescribed rigid oscillation at ``frequency`` f (cycles per unit time):
+    translation ``d(t) = translation sin(2π f t)`` (an amplitude vector) and pitching by
+    ``θ(t) = pitch sin(2π f t + pitch_phase)`` (radians; phase in radians) about the line
+    along ``pitch_axis`` through the moving ``centre + d(t)``. A body point at ``X`` at
+    rest is at ``c + d(t) + R(θ(t)) (X - c)``, with velocity
+    ``d'(t) + θ'(t) a × (x - c - d(t))``.
+    """
+
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    translation: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pitch: float = 0.0
+    pitch_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    frequency: float = 1.0
+    pitch_phase: float = 0.0
+
+    moving: ClassVar[bool] = True
+
+    def __post_init__(self):
+        for name in ("centre", "translation"):
+            value = getattr(self, name)
+            if np.shape(value) != (3,) or not np.all(np.isfinite(value)):
+                raise ValueError(f"{name} must be a finite 3-vector, got {value!r}")
+        _unit(self.pitch_axis)
+        _positive("frequency", self.frequency)
+        for name in ("pitch", "pitch_phase"):
+            if not np.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
+
+    def _state(self, time: float):
+        """Displacement, its rate, the pitch angle and its rate at ``time``."""
+        omega = 2 * np.pi * self.frequency
+        translation = np.asarray(self.translation, dtype=float)
+        phase = omega * time + self.pitch_phase
+        return (
+            translation * np.sin(omega * time),
+            translation * omega * np.cos(omega * time),
+            self.pitch * np.sin(phase),
+            self.pitch * omega * np.cos(phase),
+        )
+
+    def _rotation(self, angle: float) -> np.ndarray:
+        """The matrix turning by ``angle`` about the pitch axis (Rodrigues)."""
+        a = _unit(self.pitch_axis)
+        cross = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+        return np.eye(3) + np.sin(angle) * cross + (1 - np.cos(angle)) * cross @ cross
+
+    def position(self, rest: np.ndarray, time: float) -> np.ndarray:
+        """Where the body points at ``rest`` (shape (n, 3)) are at ``time``."""
+        displacement, _, angle, _ = self._state(time)
+        centre = np.asarray(self.centre, dtype=float)
+        return centre + displacement + (rest - centre) @ self._rotation(angle).T
+
+    def body_frame(self, points: np.ndarray, time: float) -> np.ndarray:
+        """Where the body points now at ``points`` were at rest (inverse of
+        :meth:`position`)."""
+        displacement, _, angle, _ = self._state(time)
+        centre = np.asarray(self.centre, dtype=float)
+        return centre + (points - centre - displacement) @ self._rotation(angle)
+
+    def velocity(self, points: np.ndarray, time: float = 0.0) -> np.ndarray:
+        """The body's velocity at ``points`` (shape (n, 3)) at ``time``."""
+        displacement, rate, _, angle_rate = self._state(time)
+        arm = points - np.asarray(self.centre, dtype=float) - displacement
+        return rate + np.cross(angle_rate * _unit(self.pitch_axis), arm)
+
 
 class Body:
-    """A solid: :meth:`level` (negative inside) and its :class:`RigidMotion`."""
+    """A solid: :meth:`level` (negative inside, where it is at rest) and its ``motion``
+    (a :class:`RigidMotion` or an :class:`OscillatingMotion`)."""
 
     motion: RigidMotion = RigidMotion()
 
@@ -65,8 +145,33 @@ class Body:
         raise NotImplementedError
 
     def velocity(self, points: np.ndarray) -> np.ndarray:
-        """The body's velocity at ``points`` (shape (n, 3))."""
+        """The body's velocity at ``points`` (shape (n, 3)); a moving body has one only
+        where it is at a time (:meth:`placed`)."""
+        if self.motion.moving:
+            raise ValueError(f"{type(self).__name__} moves: its velocity is that of "
+                             f".placed(time)")  # fmt: skip
         return self.motion.velocity(points)
+
+    def placed(self, time: float) -> Body:
+        """The body where its motion has taken it at ``time`` (itself unless it moves)."""
+        return PlacedBody(self, time) if self.motion.moving else self
+
+
+class PlacedBody(Body):
+    """A moving ``body`` frozen at ``time``: its level set carried there by its motion
+    (rigid, so still a signed distance) and its velocity at that time."""
+
+    def __init__(self, body: Body, time: float):
+        self.body, self.time, self.motion = body, float(time), body.motion
+
+    def level(self, points):
+        return self.body.level(self.motion.body_frame(points, self.time))
+
+    def velocity(self, points):
+        return self.motion.velocity(points, self.time)
+
+    def placed(self, time):
+        return self.body.placed(time)
 
 
 def _unit(vector) -> np.ndarray:
@@ -103,6 +208,25 @@ class CircularCylinder(Body):
         across = offset - np.outer(offset @ axis, axis)
         distance = np.linalg.norm(across, axis=1) - self.radius
         return -distance if self.hollow else distance
+
+
+@dataclass(frozen=True)
+class Slab(Body):
+    """The slab of ``thickness`` about the plane through ``centre`` normal to ``normal``
+    (unbounded along the plane: across a periodic box, a plate)."""
+
+    centre: tuple[float, float, float]
+    thickness: float
+    normal: tuple[float, float, float] = (0.0, 1.0, 0.0)
+    motion: RigidMotion = RigidMotion()
+
+    def __post_init__(self):
+        _positive("thickness", self.thickness)
+        _unit(self.normal)
+
+    def level(self, points):
+        across = (points - np.asarray(self.centre, dtype=float)) @ _unit(self.normal)
+        return np.abs(across) - 0.5 * self.thickness
 
 
 @dataclass(frozen=True)
@@ -208,12 +332,36 @@ class ForcingStencil:
     loads: np.ndarray = field(repr=False)  # (points, 6): force and moment per unit change
     owners: np.ndarray = field(repr=False)  # the body of each point
     solid: np.ndarray = field(repr=False)  # every ghosted point inside a body, ghosts too
+    inside_points: np.ndarray = field(repr=False)  # (inside, 3): where they are
+    inside_units: np.ndarray = field(repr=False)  # (inside, 3): stored value per velocity
+    wall_points: np.ndarray = field(repr=False)  # (targets, 3): the surface crossings
+    wall_units: np.ndarray = field(repr=False)  # (targets, 3)
     bodies: int = 1
 
     @property
     def points(self) -> int:
         """Forcing and inside points of this stencil."""
         return len(self.inside) + len(self.targets)
+
+    def held_momentum(self, bodies) -> np.ndarray:
+        """The momentum of the inside points moving with ``bodies`` (those of the stencil,
+        placed at any time), per body, shape (bodies, 6): as :meth:`apply`'s load, of each
+        body's own volume."""
+        count = len(self.inside)
+        owners = self.owners[:count]
+        velocity = body_velocity(bodies, owners, self.inside_points)
+        values = np.einsum("ij,ij->i", velocity, self.inside_units)
+        load = np.zeros((self.bodies, 6))
+        np.add.at(load, owners, values[:, None] * self.loads[:count])
+        return load
+
+    def impose_velocity(self, bodies) -> None:
+        """Impose the velocities of ``bodies`` (those of the stencil, placed at another
+        time, in the same place to within the step) from now on."""
+        velocity = body_velocity(bodies, self.owners[: len(self.inside)], self.inside_points)
+        self.inside_values = np.einsum("ij,ij->i", velocity, self.inside_units)
+        velocity = body_velocity(bodies, self.owners[len(self.inside) :], self.wall_points)
+        self.wall_terms = (1.0 - self.weights) * np.einsum("ij,ij->i", velocity, self.wall_units)
 
     def apply(self, values: np.ndarray) -> np.ndarray:
         """Impose the bodies on ``values`` (a ghosted array, in place); return the load of
@@ -304,5 +452,9 @@ def forcing_stencil(bodies, geometry: ComponentPoints) -> ForcingStencil:
         loads=loads,
         owners=np.concatenate([owner[inside], wall_owners]).astype(np.intp),
         solid=np.flatnonzero(level < 0),
+        inside_points=points[inside],
+        inside_units=direction[inside] * scale[inside][:, None],
+        wall_points=walls,
+        wall_units=direction[targets] * scale[targets][:, None],
         bodies=len(bodies),
     )

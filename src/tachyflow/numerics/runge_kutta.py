@@ -12,6 +12,8 @@ from numba import prange
 
 RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
 RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
+# Where each substep ends, a fraction of the step: the cumulative sums of γ + ρ.
+RK3_ENDS = (8.0 / 15.0, 2.0 / 3.0, 1.0)
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)

@@ -1,11 +1,15 @@
-"""Immersed bodies of a case (``[[immersed.body]]``), built by shapes registered by name.
+"""Immersed bodies of a case (``[[immersed.body]]``), built by shapes registered by name,
+moving by motions registered by name.
 
 A shape is a :class:`BodyShape` subclass with a ``name`` and :meth:`BodyShape.build`,
 registered with :func:`register` (a plug-in may add its own, e.g. a parametric blade row).
+A motion is a :class:`BodyMotion` subclass registered with :func:`register_motion`:
+``rigid`` (at rest or turning steadily) and ``oscillation``.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import ClassVar
 
@@ -35,10 +39,63 @@ def shapes() -> list[str]:
     return sorted(_SHAPES.classes())
 
 
-def _motion(section) -> immersed.RigidMotion:
-    return immersed.RigidMotion(
-        section.rotation_centre, section.rotation_axis, section.angular_velocity
-    )
+class BodyMotion:
+    """Builds a body's motion (:class:`~tachyflow.numerics.immersed.RigidMotion` or
+    :class:`~tachyflow.numerics.immersed.OscillatingMotion`) from its case table."""
+
+    name: ClassVar[str]
+
+    @classmethod
+    def build(cls, section):
+        """The motion of ``section`` (a ``BodySection``)."""
+        raise NotImplementedError
+
+
+_MOTIONS = Registry("body motion", BodyMotion)
+register_motion = _MOTIONS.add
+
+
+def motions() -> list[str]:
+    """The registered motion names."""
+    return sorted(_MOTIONS.classes())
+
+
+@register_motion
+class RigidBodyMotion(BodyMotion):
+    """``motion = "rigid"``: at rest, or turning at ``angular_velocity`` about
+    ``rotation_axis`` through ``rotation_centre``."""
+
+    name = "rigid"
+
+    @classmethod
+    def build(cls, section):
+        return immersed.RigidMotion(
+            section.rotation_centre, section.rotation_axis, section.angular_velocity
+        )
+
+
+@register_motion
+class OscillationMotion(BodyMotion):
+    """``motion = "oscillation"``: translation by ``oscillation`` and pitching by ``pitch``
+    (degrees; ``pitch_phase`` ahead) about ``pitch_axis`` through ``rotation_centre``, at
+    ``frequency``."""
+
+    name = "oscillation"
+
+    @classmethod
+    def build(cls, section):
+        return immersed.OscillatingMotion(
+            section.rotation_centre,
+            section.oscillation,
+            math.radians(section.pitch),
+            section.pitch_axis,
+            section.frequency,
+            math.radians(section.pitch_phase),
+        )
+
+
+def _motion(section):
+    return _MOTIONS[section.motion].build(section)
 
 
 @register
@@ -50,6 +107,18 @@ class SphereShape(BodyShape):
     @classmethod
     def build(cls, section, config, folder):
         return immersed.Sphere(section.centre, section.radius, motion=_motion(section))
+
+
+@register
+class SlabShape(BodyShape):
+    """``shape = "slab"``: ``centre``, ``thickness`` across the plane normal to ``axis``
+    (unbounded: across a periodic box, a plate)."""
+
+    name = "slab"
+
+    @classmethod
+    def build(cls, section, config, folder):
+        return immersed.Slab(section.centre, section.thickness, section.axis, _motion(section))
 
 
 @register
@@ -117,6 +186,8 @@ class FanRotorShape(BodyShape):
                     stagger=fan.stagger,
                     camber=fan.camber,
                     camber_position=fan.camber_position,
+                    section=fan.section,
+                    design_lift=fan.design_lift,
                     thickness=fan.thickness,
                     sweep=fan.sweep,
                     centre=fan.position,

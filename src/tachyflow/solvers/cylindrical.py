@@ -122,6 +122,7 @@ class CylindricalSolver(PencilSolver):
             cylinder.sectors,
             cylinder.stretching,
             periodic_x=not open_x,
+            clustering=cylinder.clustering,
         )
         proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
         decomposition = PencilDecomposition(

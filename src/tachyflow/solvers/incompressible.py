@@ -33,7 +33,7 @@ import numpy as np
 
 from tachyflow.numerics import immersed, stencils
 from tachyflow.numerics.grid import StaggeredGrid
-from tachyflow.numerics.runge_kutta import RK3_GAMMA, RK3_RHO, rk3_increment
+from tachyflow.numerics.runge_kutta import RK3_ENDS, RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.base import register
@@ -81,9 +81,19 @@ class IncompressibleSolver(PencilSolver):
     -----
     Construction and :meth:`step`, :meth:`statistics`, :meth:`stable_time_step` are
     collective over the decomposition's communicator.
+
+    Immersed bodies with a prescribed oscillation
+    (:class:`~tachyflow.numerics.immersed.OscillatingMotion`) move: before each step their
+    forcing is rebuilt where they are at the step's end (:meth:`PencilSolver.immerse`,
+    whose projection leaves the fluid divergence-free around the moved bodies), and each
+    substep imposes their velocity at the substep's end. Their ``body_loads`` count the
+    momentum that move gives the fluid but not what the bodies' own volumes gain as they
+    accelerate: the fluid's force on them (Uhlmann's correction of the forcing's sum,
+    taken on the grid's points inside).
     """
 
     fields = ("u", "v", "w", "p")
+    moving_bodies: tuple = ()  # the bodies as given, with their motions
     statistics_columns = (
         "step", "time", "dt", "cfl", "kinetic_energy", "dissipation", "bulk_velocity",
         "wall_shear", "pressure_gradient", "max_divergence",
@@ -201,6 +211,32 @@ class IncompressibleSolver(PencilSolver):
     def velocity_arrays(self):
         """The ghosted u, v, w."""
         return self.u, self.v, self.w
+
+    def immerse(self, bodies) -> None:
+        """Impose ``bodies`` where their motions have them now, and move the moving ones
+        at every step (collective)."""
+        self.moving_bodies = tuple(bodies)
+        super().immerse(body.placed(self.time) for body in self.moving_bodies)
+
+    def step(self, dt: float) -> None:
+        """Move the moving bodies to where they are at the step's end, then advance one
+        step of ``dt`` (collective)."""
+        moving = dt > 0 and any(body.motion.moving for body in self.moving_bodies)
+        if moving:
+            before = self.bodies
+            # The projection of the re-immersion is no pressure of the flow: keep the last.
+            pressure = self.p.copy()
+            super().immerse(body.placed(self.time + dt) for body in self.moving_bodies)
+            self.p[...] = pressure
+            # What moving the bodies gave the fluid around them, less their own volumes'
+            # gain (on the points inside them now): part of this step's loads.
+            moved = self._impulse - sum(
+                stencil.held_momentum(self.bodies) - stencil.held_momentum(before)
+                for stencil in self._forcing
+            )
+        super().step(dt)
+        if moving:
+            self.body_loads = self.body_loads - self.decomposition.sum_arrays(moved) / dt
 
     def immersed_points(self, component: str) -> immersed.ComponentPoints:
         """``component``'s ghosted points (x, y, z) for immersed bodies."""
@@ -339,6 +375,13 @@ class IncompressibleSolver(PencilSolver):
             else:
                 target += increment
         self._previous = explicit
+        if any(body.motion.moving for body in self.moving_bodies):
+            # Where the substep ends the bodies move at another velocity (their place is
+            # that of the step's end: the difference is second order in Δt).
+            time = self.time + RK3_ENDS[stage] * dt
+            placed = [body.placed(time) for body in self.moving_bodies]
+            for stencil in self._forcing:
+                stencil.impose_velocity(placed)
         self._project(alpha * dt)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
