@@ -175,7 +175,8 @@ class CylinderWake(Observer):
         pieces = solver.decomposition.comm.gather(piece)
         if pieces is None:
             return None
-        velocity = np.concatenate([line for _, line in sorted(p for p in pieces if p)])
+        found = sorted((piece for piece in pieces if piece is not None), key=lambda p: p[0])
+        velocity = np.concatenate([line for _, line in found])
         x = (np.arange(len(velocity)) + 1.0) * solver.grid.spacing_x  # u's faces
         return x, velocity
 
@@ -191,9 +192,8 @@ class CylinderWake(Observer):
             kept = record[-2:] if len(record) >= 2 else np.repeat(record, 2, axis=0)
         statistics = wake_statistics(*kept.T, self.diameter, self.velocity)
         rear = self.centre[0] + 0.5 * self.diameter
-        statistics["recirculation_length"] = (
-            recirculation_length(*centreline, rear) / self.diameter
-        )
+        length = recirculation_length(*centreline, rear) / self.diameter
+        statistics["recirculation_length"] = None if math.isnan(length) else length  # no bubble
         statistics.update(
             time=float(run.solver.time),
             steps=int(run.solver.steps),
