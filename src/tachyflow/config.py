@@ -59,6 +59,8 @@ class GridSection:
     inflow_profile: str = "uniform"  # or "laminar": the developed laminar profile
     inflow_velocity: float = 1.0
     wall_condition: str = "no-slip"  # or "slip": stress-free walls (far boundaries)
+    core_width: float = 0.0  # with core_cells > 0: a uniform band in the middle of y
+    core_cells: int = 0  # its cells; the rest grow geometrically to the walls
 
 
 @dataclass(frozen=True)
@@ -590,6 +592,20 @@ def _validate(config: Config, source: str) -> None:
         "0 without walls (a periodic y is uniform)",
         grid.stretching,
     )
+    if grid.core_cells:
+        require(grid.walls and grid.stretching == 0 and config.case.solver == "incompressible",
+                "grid.core_cells", "0 unless walls = true and stretching = 0 with the "
+                "incompressible solver", grid.core_cells)  # fmt: skip
+        require(0 < grid.core_width < grid.lengths[1], "grid.core_width",
+                f"in (0, lengths[1] = {grid.lengths[1]})", grid.core_width)  # fmt: skip
+        outer = grid.cells[1] - grid.core_cells
+        require(grid.core_cells > 0 and outer > 0 and outer % 2 == 0, "grid.core_cells",
+                f"positive, leaving an even positive number of the {grid.cells[1]} cells "
+                "in y outside the core", grid.core_cells)  # fmt: skip
+        spacing = grid.core_width / grid.core_cells
+        require(outer // 2 * spacing <= 0.5 * (grid.lengths[1] - grid.core_width),
+                "grid.core_cells", "enough for the core to be finer than the cells outside "
+                "it (their widths grow from the core's spacing)", grid.core_cells)  # fmt: skip
     require(
         grid.cells[1] >= (2 if grid.walls else 3),
         "grid.cells",

@@ -33,12 +33,7 @@ class _Stop(Exception):
 
 
 def _grid(case) -> StaggeredGrid:
-    return StaggeredGrid(
-        case.grid.cells,
-        case.grid.lengths,
-        periodic_y=not case.grid.walls,
-        stretching=case.grid.stretching,
-    )
+    return StaggeredGrid.from_section(case.grid)
 
 
 def _peak_memory() -> int:

@@ -3,7 +3,8 @@
 Pressure lives at cell centres; velocity component ``u`` on x-faces, ``v`` on y-faces and
 ``w`` on z-faces, each stored at the index of the cell whose upper face it sits on. In y,
 ``faces_y`` (``ny + 1`` values) define the cells, so walls may be clustered with a tanh
-stretching; a periodic y must be uniform.
+stretching, or the middle of y resolved by a uniform core between geometrically growing
+cells (a body between far walls); a periodic y must be uniform.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import brentq
 
 
 def tanh_faces(ny: int, length: float, stretching: float) -> np.ndarray:
@@ -22,6 +24,43 @@ def tanh_faces(ny: int, length: float, stretching: float) -> np.ndarray:
     if stretching == 0:
         return 0.5 * length * (1.0 + uniform)
     return 0.5 * length * (1.0 + np.tanh(stretching * uniform) / np.tanh(stretching))
+
+
+def core_faces(ny: int, length: float, core_width: float, core_cells: int) -> np.ndarray:
+    """``ny + 1`` face positions in ``[0, length]``: ``core_cells`` uniform cells across a
+    band ``core_width`` wide in the middle, then on either side ``(ny - core_cells) / 2``
+    cells whose widths grow by a constant ratio from the core's spacing to the wall.
+
+    Raises ValueError unless the cells outside the core are a positive even number and
+    the ratio is at least 1 (the core is no finer than a uniform grid would be).
+    """
+    outer_cells, odd = divmod(ny - core_cells, 2)
+    if core_cells < 1 or outer_cells < 1 or odd:
+        raise ValueError(
+            f"core_cells must be positive and leave an even positive number of the {ny} "
+            f"cells outside the core, got core_cells = {core_cells!r}"
+        )
+    if not 0 < core_width < length:
+        raise ValueError(f"core_width must be in (0, {length}), got {core_width!r}")
+    spacing = core_width / core_cells
+    outer = 0.5 * (length - core_width)
+    if outer_cells * spacing > outer:
+        raise ValueError(
+            f"the core spacing {spacing:.4g} is coarser than the {outer_cells} cells on either "
+            f"side of it need to reach the wall ({outer:.4g}): refine the core or use fewer cells"
+        )
+    powers = np.arange(1, outer_cells + 1)
+
+    def excess(ratio: float) -> float:
+        return spacing * float(np.sum(ratio**powers)) - outer
+
+    ratio = 1.0 if excess(1.0) == 0 else brentq(excess, 1.0, 2.0 ** (64 / outer_cells) + 1.0)
+    growth = np.cumsum(spacing * ratio**powers)
+    growth *= outer / growth[-1]  # exactly to the wall, whatever brentq's tolerance
+    core = 0.5 * (length - core_width) + spacing * np.arange(core_cells + 1)
+    faces = np.concatenate([(core[0] - growth)[::-1], core, core[-1] + growth])
+    faces[0], faces[-1] = 0.0, length  # the walls exactly, not up to round-off
+    return faces
 
 
 class WallNormalFaces:
@@ -70,6 +109,10 @@ class StaggeredGrid(WallNormalFaces):
         tanh clustering of y faces towards the walls (0: uniform; walls only).
     periodic_x : bool
         Periodic in x, else open: an inflow at ``x = 0`` and an outflow at ``x = Lx``.
+    core : (float, int), optional
+        Instead of ``stretching``: a uniform core ``core[0]`` wide with ``core[1]`` cells
+        in the middle of y, the other cells growing geometrically towards the walls
+        (:func:`core_faces`; walls only).
     """
 
     shape: tuple[int, int, int]
@@ -77,6 +120,7 @@ class StaggeredGrid(WallNormalFaces):
     periodic_y: bool = True
     stretching: float = 0.0
     periodic_x: bool = True
+    core: tuple[float, int] | None = None
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -86,10 +130,27 @@ class StaggeredGrid(WallNormalFaces):
             raise ValueError(f"domain lengths must be 3 positive numbers, got {self.lengths}")
         if self.stretching < 0:
             raise ValueError(f"stretching must be >= 0, got {self.stretching}")
-        if self.periodic_y and self.stretching != 0:
-            raise ValueError("a periodic y direction must be uniform (stretching = 0)")
-        object.__setattr__(
-            self, "faces_y", tanh_faces(self.shape[1], self.lengths[1], self.stretching)
+        if self.periodic_y and (self.stretching != 0 or self.core is not None):
+            raise ValueError("a periodic y direction must be uniform (stretching = 0, no core)")
+        if self.core is None:
+            faces = tanh_faces(self.shape[1], self.lengths[1], self.stretching)
+        elif self.stretching != 0:
+            raise ValueError(f"a core and a stretching exclude each other, got {self.core!r} "
+                             f"and stretching = {self.stretching!r}")  # fmt: skip
+        else:
+            faces = core_faces(self.shape[1], float(self.lengths[1]), *self.core)
+        object.__setattr__(self, "faces_y", faces)
+
+    @classmethod
+    def from_section(cls, section) -> StaggeredGrid:
+        """The grid of a case's ``[grid]`` (a ``GridSection``)."""
+        return cls(
+            tuple(section.cells),
+            tuple(section.lengths),
+            periodic_y=not section.walls,
+            stretching=section.stretching,
+            periodic_x=section.x_boundaries != "inflow-outflow",
+            core=(section.core_width, section.core_cells) if section.core_cells else None,
         )
 
     def laminar_profile(self) -> np.ndarray:

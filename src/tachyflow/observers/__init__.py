@@ -30,6 +30,7 @@ from tachyflow.registry import Registry
 BUILTIN = (
     "tachyflow.observers.statistics",
     "tachyflow.observers.bodies",
+    "tachyflow.observers.cylinder_wake",
     "tachyflow.observers.fan",
     "tachyflow.observers.turbulence",
     "tachyflow.observers.checkpoints",

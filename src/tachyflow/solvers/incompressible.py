@@ -124,13 +124,7 @@ class IncompressibleSolver(PencilSolver):
 
         grid_config = config.grid
         open_x = grid_config.x_boundaries == "inflow-outflow"
-        grid = StaggeredGrid(
-            grid_config.cells,
-            grid_config.lengths,
-            periodic_y=not grid_config.walls,
-            stretching=grid_config.stretching,
-            periodic_x=not open_x,
-        )
+        grid = StaggeredGrid.from_section(grid_config)
         proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
         decomposition = PencilDecomposition(
             grid_config.cells, proc_grid, comm, periodic=(not open_x, not grid_config.walls, True)
@@ -248,8 +242,15 @@ class IncompressibleSolver(PencilSolver):
         )
         direction = np.zeros((*mesh[0].shape, 3))
         direction[..., "uvw".index(component)] = 1.0
+        # A point's control volume across y: its cell's width, or for v (on a face) the
+        # distance between the centres either side (both differ from the step up a
+        # stretched y).
+        grid = self.grid
+        extents = grid.centre_distances_y()[1:] if component == "v" else grid.widths_y
+        ghosts = (len(axes[1]) - len(extents)) // 2  # none on a rank without cells
+        extents = np.pad(extents, ghosts, mode="edge")[None, :, None]
         return immersed.ComponentPoints(
-            np.stack(mesh, axis=-1), steps, direction, 1.0, steps[0] * steps[1] * steps[2]
+            np.stack(mesh, axis=-1), steps, direction, 1.0, steps[0] * extents * steps[2]
         )
 
     # -- boundaries --------------------------------------------------------------------------

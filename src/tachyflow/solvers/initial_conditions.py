@@ -34,7 +34,9 @@ def set_initial_condition(config, solver) -> None:
             lambda x, y, z: -np.cos(x) * np.sin(y) * np.cos(z),
             0.0,
         )
-    else:  # perturbed-channel: laminar profile plus random-phase waves and streaks
+    else:  # perturbed-channel: laminar profile plus random-phase waves and streaks; also
+        # "inflow" on an open x (no bulk: the waves alone, their amplitude
+        # [flow] perturbation; the first projection adds the inflow's potential flow)
         rng = np.random.default_rng(flow.seed)
         lx, _, lz = config.grid.lengths
         modes = [
