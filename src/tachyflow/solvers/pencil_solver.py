@@ -245,22 +245,27 @@ class PencilSolver(Solver):
     def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
         """Make the velocity divergence-free (collective): boundaries, immersed bodies and
         the outflow's balance first; the pressure is the projection potential."""
-        self._apply_boundaries()
+        with self.timer("boundaries"):
+            self._apply_boundaries()
         if self._forcing:
-            self._impulse += self._force_bodies()
-        if self.inflow is not None:
-            self._balance_outflow()
-        rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
+            with self.timer("immersed"):
+                self._impulse += self._force_bodies()
+        with self.timer("projection"):
+            if self.inflow is not None:
+                self._balance_outflow()
+            rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
         with self.timer("poisson"):
             self.poisson.solve(np.ascontiguousarray(rhs), out=self._potential)
-        self.halo.interior(self.p)[...] = self._potential
-        self._exchange_pressure()
-        self._subtract_pressure_gradient(alpha_dt)
-        if self._pressure_impulse is not None:
-            self._pressure_impulse += alpha_dt * self._potential
-        if restore_flow_rate and self.forcing.kind == "flow-rate":
-            self._restore_flow_rate(alpha_dt)
-        self._apply_boundaries()
+        with self.timer("projection"):
+            self.halo.interior(self.p)[...] = self._potential
+            self._exchange_pressure()
+            self._subtract_pressure_gradient(alpha_dt)
+            if self._pressure_impulse is not None:
+                self._pressure_impulse += alpha_dt * self._potential
+            if restore_flow_rate and self.forcing.kind == "flow-rate":
+                self._restore_flow_rate(alpha_dt)
+        with self.timer("boundaries"):
+            self._apply_boundaries()
 
     def max_divergence(self) -> float:
         """Largest |∇·u| over the fluid cells (not those with an immersed body's mass
@@ -320,16 +325,23 @@ class PencilSolver(Solver):
         }
 
     def phase_seconds(self) -> dict[str, float]:
-        """FFT, transposes, tridiagonal solves (pressure and implicit viscous terms),
-        advection and diffusion time of the steps so far (this rank)."""
-        poisson = self.poisson.timer.seconds
-        return {
+        """FFT, transposes, tridiagonal solves (pressure, and the implicit viscous terms
+        added to the velocity), advection, diffusion, projection (divergence, pressure
+        gradient and its halo, flow rate), boundaries (velocity halos, wall ghosts) and
+        immersed-body forcing time of the steps so far (this rank)."""
+        poisson, own = self.poisson.timer.seconds, self.timer.seconds
+        phases = {
             "fft": poisson["fft"],
             "transposes": poisson["transpose"],
-            "tdma": poisson["tdma"] + self.timer.seconds["implicit"],
-            "advection": self.timer.seconds["advection"],
-            "diffusion": self.timer.seconds["diffusion"],
+            "tdma": poisson["tdma"] + own["implicit"],
+            "advection": own["advection"],
+            "diffusion": own["diffusion"],
+            "projection": own["projection"],
+            "boundaries": own["boundaries"],
         }
+        if self._forcing:
+            phases["immersed"] = own["immersed"]
+        return phases
 
     def free(self) -> None:
         """Release the Poisson solver's communicators (collective)."""
