@@ -453,6 +453,7 @@ def test_bench_io_checks_every_writer_and_compares_with_dd(tmp_path):
     assert list(scratch.iterdir()) == []  # the scratch files are removed
 
 
+@pytest.mark.slow  # minutes: every benchmark's quick stage, each also tested on its own
 def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     import base64
     import re
