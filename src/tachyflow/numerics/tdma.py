@@ -19,12 +19,11 @@ import numpy as np
 from numba import prange
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _solve_open(
-    lower, diagonal, upper, shift, scaled, weights, pinned, rhs, factor
-):  # pragma: no cover
+@numba.njit(cache=True, error_model="numpy", parallel=True)
+def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  # pragma: no cover
     n0, n, n2 = rhs.shape
-    for i in range(n0):
+    for i in prange(n0):
+        factor = np.empty((n, n2))  # each line set its own (threads take the i's)
         for k in range(n2):
             if pinned[i, k]:
                 factor[0, k] = 0.0
@@ -158,15 +157,14 @@ def solve_tridiagonal_lines(
             )
     if rhs.size == 0:
         return rhs
-    factor = np.empty((n, n2))
     if periodic:
         if n < 3:
             raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
-        _solve_cyclic(*bands, shift, pinned, rhs, factor, np.empty((n, n2)))
+        _solve_cyclic(*bands, shift, pinned, rhs, np.empty((n, n2)), np.empty((n, n2)))
     elif scaled is None:  # adding 0.0 changes no value: the plain systems, bit for bit
-        _solve_open(*bands, shift, np.zeros((n0, n2)), np.zeros(n), pinned, rhs, factor)
+        _solve_open(*bands, shift, np.zeros((n0, n2)), np.zeros(n), pinned, rhs)
     else:
-        _solve_open(*bands, shift, scaled, weights, pinned, rhs, factor)
+        _solve_open(*bands, shift, scaled, weights, pinned, rhs)
     return rhs
 
 
