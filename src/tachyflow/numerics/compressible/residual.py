@@ -310,12 +310,16 @@ class FlowDiscretisation:
                                 self.gamma, PRANDTL, PRANDTL_TURBULENT, convective,
                                 viscous)  # fmt: skip
 
-    def local_time_step(self, cfl: float) -> np.ndarray:
+    def local_time_step(self, cfl: float, along_i_only: bool = False) -> np.ndarray:
         """``cfl * area / (sum over the four faces of (Lc + 4 Lv) / 2)`` per cell (padded;
-        meaningful in the owned cells), from :meth:`spectral_radii`."""
+        meaningful in the owned cells), from :meth:`spectral_radii`. ``along_i_only``:
+        over the two i faces only, for relaxations implicit along j (whose stability
+        the j faces, across the thin cells at walls, do not limit)."""
         li = self.convective_i + 4.0 * self.viscous_i
-        lj = self.convective_j + 4.0 * self.viscous_j
-        total = 0.5 * (li[:-1] + li[1:] + lj[:, :-1] + lj[:, 1:])
+        total = 0.5 * (li[:-1] + li[1:])
+        if not along_i_only:
+            lj = self.convective_j + 4.0 * self.viscous_j
+            total = total + 0.5 * (lj[:, :-1] + lj[:, 1:])
         with np.errstate(divide="ignore"):
             return cfl * self.metrics.area / total
 
