@@ -113,6 +113,23 @@ def test_sa_source_matches_the_model_in_the_log_layer():
     assert abs(value + diffusion) < 1e-3 * production
 
 
+def test_negative_sa_branch_decays_and_diffuses():
+    # SA-neg (Allmaras, Johnson, Spalart, ICCFD7-1902): for nt < 0 the source is
+    # cb1 Omega nt + cw1 (nt/d)^2, and the diffusion coefficient mu + rho nt fn stays
+    # positive: mu at nt = 0, mu + |rho nt| for strongly negative nt (fn -> -1).
+    nu, nt, vorticity, d = 1e-5, -2e-5, 3.0, 0.05
+    expected = turbulence.CB1 * vorticity * nt + turbulence.CW1 * (nt / d) ** 2
+    assert turbulence.source_term(1.0, nt, nu, vorticity, d) == pytest.approx(expected)
+    _, coefficient = turbulence.source(1.0, nt, nu, vorticity, d, 0.0)
+    assert coefficient >= 0.0
+    mu = 1e-5
+    assert turbulence.diffusion_coefficient(mu, 0.0) == mu
+    assert turbulence.diffusion_coefficient(mu, -1e-12) == pytest.approx(mu)
+    for rho_nt in (-1e-7, -1e-5, -1e-3):
+        assert turbulence.diffusion_coefficient(mu, rho_nt) > 0.0
+    assert turbulence.diffusion_coefficient(mu, -1e-1) == pytest.approx(mu + 1e-1, rel=1e-6)
+
+
 def test_wall_distance_to_segments():
     segments = np.array([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 1.0]])
     d = wall_distance(np.array([0.5, 2.0, -1.0]), np.array([0.3, 0.5, -1.0]), segments)

@@ -14,11 +14,9 @@ At the face between cells ``k-1`` and ``k`` the left state is
 
 A face whose reconstructed density or pressure is not positive falls back to the cell
 values (first order) there. The Spalart–Allmaras variable is not reconstructed: its
-convection is first-order upwind, as the model's authors advise (P. R. Spalart,
-S. R. Allmaras, AIAA 92-0439) — with ``e = 1e-6`` the van Albada slope of a field of
-order 1e-4 is the unlimited central one, whose overshoots at the boundary-layer edge and
-the clipping of the negative values they make kept the iterations of a transonic airfoil
-from converging.
+convection is first-order upwind, as is usual for the model. With ``e = 1e-6`` the van
+Albada slope of a field of order 1e-4 would be the unlimited central one, whose
+overshoots at the edges of boundary layers and wakes make negative values.
 """
 
 from __future__ import annotations

@@ -135,7 +135,8 @@ def viscous_residual(
             if nvar > 4:
                 nx_, ny_ = face_gradient(W, grad, 3, li, lj, ri, rj, tx, ty, distance)
                 rho_nt = 0.5 * (U[4, li, lj] + U[4, ri, rj])
-                flux[4] = (mu_f + rho_nt) / turbulence.SIGMA * (nx_ * nx + ny_ * ny)
+                coefficient = turbulence.diffusion_coefficient(mu_f, rho_nt)
+                flux[4] = coefficient / turbulence.SIGMA * (nx_ * nx + ny_ * ny)
             owned_before = li >= g and lj >= g
             owned_after = ri < ni - g and rj < nj - g
             for k in range(1, nvar):

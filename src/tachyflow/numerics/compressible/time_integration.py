@@ -34,7 +34,6 @@ def ssp_rk3_step(U, dt, discretisation: FlowDiscretisation, fill_ghosts):
     second = 0.75 * U + 0.25 * euler(first)
     fill_ghosts(second)
     third = U / 3.0 + 2.0 / 3.0 * euler(second)
-    _clip_turbulence(third)
     fill_ghosts(third)
     return third, residuals[0]
 
@@ -104,11 +103,5 @@ class ImplicitStepper:
                                 1)  # fmt: skip
         owned = (slice(None), *m.owned)
         U[owned] += dU[owned]
-        _clip_turbulence(U)
         fill_ghosts(U)
         return R
-
-
-def _clip_turbulence(U) -> None:
-    if U.shape[0] > 4:
-        np.maximum(U[4], 0.0, out=U[4])
