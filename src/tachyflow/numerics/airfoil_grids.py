@@ -595,7 +595,7 @@ WAKE_SPACING_GROWTH = 2.0
 
 
 def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
-                      cells_per_cell: int = 1) -> np.ndarray:  # fmt: skip
+                      intervals_per_cell: int = 1) -> np.ndarray:  # fmt: skip
     """Re-space the nodes along the grid lines leaving the wake cut so that the first cells
     off the cut are no flatter than ``aspect_ratio``.
 
@@ -607,7 +607,7 @@ def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
     first ``nj / 2`` intervals are re-placed by Vinokur's two-sided stretching over the same
     arc length, first interval ``h_i``, last interval the marched one (so the lines join
     the rest of the grid smoothly). ``h_i`` is the marched first height grown by
-    :data:`WAKE_SPACING_GROWTH` per ``cells_per_cell`` intervals along the cut from the
+    :data:`WAKE_SPACING_GROWTH` per ``intervals_per_cell`` intervals along the cut from the
     trailing edge, at most the cut interval over ``aspect_ratio``, and at most a quarter of
     the mean interval of the re-spaced part. The trailing-edge lines and the airfoil's
     are kept.
@@ -621,7 +621,7 @@ def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
         Cells along each side of the cut (node ``wake_nodes`` is the trailing edge).
     aspect_ratio : float
         Largest length over height of the first cells off the cut (>= 1).
-    cells_per_cell : int
+    intervals_per_cell : int
         Intervals of ``nodes`` per cell of the level the growth is counted on.
 
     Returns
@@ -634,7 +634,7 @@ def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
     out = nodes.copy()
     cut = nodes[: wake_nodes + 1, 0]  # from the lower outflow to the trailing edge
     interval = np.linalg.norm(np.diff(cut, axis=0), axis=1)
-    growth = WAKE_SPACING_GROWTH ** (1.0 / cells_per_cell)
+    growth = WAKE_SPACING_GROWTH ** (1.0 / intervals_per_cell)
     for n in range(wake_nodes):  # n + 1 intervals from the trailing edge
         i = wake_nodes - 1 - n
         length_along = 0.5 * (interval[i] + interval[max(i - 1, 0)])
