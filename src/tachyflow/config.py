@@ -246,7 +246,8 @@ class CompressibleSection:
     ``cells = [ni, nj]``; ``mach``, ``alpha`` (degrees), ``reynolds`` (per chord) and
     ``temperature`` (K, for Sutherland's law) set the free stream. ``time_stepping``:
     ``lu-sgs`` or ``dp-sgs`` (``sweeps`` symmetric Gauss–Seidel sweep pairs, Jacobi across
-    blocks) iterate to a steady state with local time steps, the CFL number growing
+    blocks; ``line_implicit``: each relaxation step solves a whole line of constant i,
+    implicit along j) iterate to a steady state with local time steps, the CFL number growing
     geometrically from ``cfl_start`` to ``cfl`` over ``cfl_ramp`` iterations, until the
     density residual falls below ``target_residual`` times its first value; ``rk3``
     (SSP-RK3) advances in time with ``[time] cfl`` or ``dt``.
@@ -269,6 +270,7 @@ class CompressibleSection:
     nu_tilde_ratio: float = 3.0
     time_stepping: str = "dp-sgs"
     sweeps: int = 4
+    line_implicit: bool = False
     cfl: float = 30.0
     cfl_start: float = 2.0
     cfl_ramp: int = 100

@@ -188,3 +188,27 @@ def test_c_grid_refuses_a_folded_march(monkeypatch):
     monkeypatch.setattr(airfoil_grids, "_march", folded)
     with pytest.raises(ValueError, match="the marched grid folds"):
         c_grid(naca4("0012"), cells=(32, 8), wake_cells=8, far_field=3.0)
+
+
+def test_opened_wake_keeps_the_cut_and_the_airfoil_lines_and_grows_the_first_height():
+    section = rae2822()
+    marched = c_grid(section, cells=(140, 32), wake_cells=20, far_field=20.0, wall_spacing=2e-6)
+    opened = c_grid(section, cells=(140, 32), wake_cells=20, far_field=20.0, wall_spacing=2e-6,
+                    wake_aspect_ratio=30.0)  # fmt: skip
+    nj = opened.cells[1]
+    # The cut, the airfoil's lines and the outer half of every line are the marched ones.
+    np.testing.assert_array_equal(opened.x[:, 0], marched.x[:, 0])
+    np.testing.assert_array_equal(opened.x[20:121], marched.x[20:121])
+    np.testing.assert_array_equal(opened.y[:, nj // 2 :], marched.y[:, nj // 2 :])
+    assert grid_quality(opened).min_area > 0
+    # Along the lower side of the cut, from the trailing edge (node 20) to the outflow, the
+    # first height grows from the wall spacing, at most doubling per cell.
+    height = np.hypot(opened.x[:21, 1] - opened.x[:21, 0], opened.y[:21, 1] - opened.y[:21, 0])
+    assert height[20] == pytest.approx(2e-6, rel=1e-2)
+    growth = height[:-1] / height[1:]
+    assert np.all(growth >= 1.0 - 1e-9) and np.all(growth <= 2.0 + 1e-6)
+    assert height[0] > 50 * height[20]
+    length = np.hypot(np.diff(opened.x[:21, 0]), np.diff(opened.y[:21, 0]))
+    assert np.all(length / height[:-1] >= 30.0 * (1 - 1e-9))
+    with pytest.raises(ValueError, match="wake_aspect_ratio must be >= 1"):
+        c_grid(section, cells=(40, 8), wake_cells=10, wake_aspect_ratio=0.5)

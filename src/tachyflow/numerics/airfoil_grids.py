@@ -524,6 +524,7 @@ def c_grid(
     level: int = 0,
     finest_level: int = -1,
     smoothing: float = 1.0,
+    wake_aspect_ratio: float | None = None,
 ) -> StructuredGrid:
     """A C-grid round ``section`` with a wake cut, by hyperbolic marching.
 
@@ -554,6 +555,10 @@ def c_grid(
         ``finest_level`` nest exactly.
     smoothing : float
         Implicit smoothing coefficient of the marching (>= 0).
+    wake_aspect_ratio : float, optional
+        Open the first cells off the wake cut, which the march gives the wall spacing all
+        along the wake, until their length along the cut over their height is at most this
+        (see :func:`open_wake_spacing`); None keeps the marched spacing.
 
     Returns
     -------
@@ -578,6 +583,8 @@ def c_grid(
         raise ValueError(f"far_field must be more than 2 chords, got {far_field}")
     if smoothing < 0:
         raise ValueError(f"smoothing must be >= 0, got {smoothing}")
+    if wake_aspect_ratio is not None and not wake_aspect_ratio >= 1.0:
+        raise ValueError(f"wake_aspect_ratio must be >= 1 or None, got {wake_aspect_ratio!r}")
     if wall_spacing is None:
         wall_spacing = wall_spacing_for_yplus(reynolds, yplus)
     if not 0 < wall_spacing < far_field / nj:
@@ -619,6 +626,8 @@ def c_grid(
             break
         distance *= 1.002 * far_field / reached
     scale = 2**fine
+    if wake_aspect_ratio is not None:
+        nodes = open_wake_spacing(nodes, wake_cells * scale, wake_aspect_ratio, scale)
     grid = StructuredGrid(
         x=np.ascontiguousarray(nodes[..., 0]),
         y=np.ascontiguousarray(nodes[..., 1]),
@@ -634,6 +643,71 @@ def c_grid(
             f"area): give more cells in j, a larger wall_spacing or more smoothing"
         )
     return grid
+
+
+# The first height off the wake cut grows by at most this factor per cell along the cut
+# (of the level the growth is measured on), away from the trailing edge.
+WAKE_SPACING_GROWTH = 2.0
+
+
+def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
+                      intervals_per_cell: int = 1) -> np.ndarray:  # fmt: skip
+    """Re-space the nodes along the grid lines leaving the wake cut so that the first cells
+    off the cut are no flatter than ``aspect_ratio``.
+
+    A marched C-grid starts every line off the cut with the wall spacing: behind the
+    trailing edge the cells along the cut are as thin as the first wall cell (1e-6 c) but
+    up to chords long, and the implicit relaxation, whose scalar splitting sets the local
+    time step by the cell height, carries the wake downstream at a vanishing pseudo-time
+    rate there. Each line ``i`` of the wake keeps its path (lines cannot cross); its
+    first ``nj / 2`` intervals are re-placed by Vinokur's two-sided stretching over the same
+    arc length, first interval ``h_i``, last interval the marched one (so the lines join
+    the rest of the grid smoothly). ``h_i`` is the marched first height grown by
+    :data:`WAKE_SPACING_GROWTH` per ``intervals_per_cell`` intervals along the cut from the
+    trailing edge, at most the cut interval over ``aspect_ratio``, and at most a quarter of
+    the mean interval of the re-spaced part. The trailing-edge lines and the airfoil's
+    are kept.
+
+    Parameters
+    ----------
+    nodes : numpy.ndarray
+        ``(ni + 1, nj + 1, 2)`` C-grid nodes, ``i`` round the body, ``j = 0`` the wall and
+        cut.
+    wake_nodes : int
+        Cells along each side of the cut (node ``wake_nodes`` is the trailing edge).
+    aspect_ratio : float
+        Largest length over height of the first cells off the cut (>= 1).
+    intervals_per_cell : int
+        Intervals of ``nodes`` per cell of the level the growth is counted on.
+
+    Returns
+    -------
+    numpy.ndarray
+        New nodes; the cut and every line outside the wake unchanged.
+    """
+    ni, nj = nodes.shape[0] - 1, nodes.shape[1] - 1
+    rows = nj // 2
+    out = nodes.copy()
+    cut = nodes[: wake_nodes + 1, 0]  # from the lower outflow to the trailing edge
+    interval = np.linalg.norm(np.diff(cut, axis=0), axis=1)
+    growth = WAKE_SPACING_GROWTH ** (1.0 / intervals_per_cell)
+    for n in range(wake_nodes):  # n + 1 intervals from the trailing edge
+        i = wake_nodes - 1 - n
+        length_along = 0.5 * (interval[i] + interval[max(i - 1, 0)])
+        for line in (i, ni - i):
+            points = nodes[line, : rows + 1]
+            arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0),
+                                                                  axis=1))])  # fmt: skip
+            marched = arc[1]
+            height = min(marched * growth ** (n + 1), length_along / aspect_ratio,
+                         0.25 * arc[-1] / rows)  # fmt: skip
+            if height <= marched:
+                continue
+            last = (arc[-1] - arc[-2]) / arc[-1]
+            target = arc[-1] * two_sided_stretching(rows, height / arc[-1], last)
+            for axis in range(2):
+                out[line, : rows + 1, axis] = np.interp(target, arc, points[:, axis])
+    return out
 
 
 def _far_field_distance(outer: np.ndarray, wall: np.ndarray) -> float:

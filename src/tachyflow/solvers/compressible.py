@@ -129,7 +129,11 @@ class CompressibleSolver(Solver):
         self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
         sweeps = section.sweeps if section.time_stepping == "dp-sgs" else 1
         self.stepper = ImplicitStepper(
-            self.discretisation, sweeps, self._exchange, self._cut_partners()
+            self.discretisation,
+            sweeps,
+            self._exchange,
+            self._cut_partners(),
+            line_implicit=section.line_implicit,
         )
         self._far_field = self._far_field_points()
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]

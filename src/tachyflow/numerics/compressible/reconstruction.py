@@ -13,7 +13,10 @@ At the face between cells ``k-1`` and ``k`` the left state is
 - ``minmod``: the smaller slope when both have one sign, else 0.
 
 A face whose reconstructed density or pressure is not positive falls back to the cell
-values (first order) there.
+values (first order) there. The Spalart–Allmaras variable is not reconstructed: its
+convection is first-order upwind, as is usual for the model. With ``e = 1e-6`` the van
+Albada slope of a field of order 1e-4 would be the unlimited central one, whose
+overshoots at the edges of boundary layers and wakes make negative values.
 """
 
 from __future__ import annotations
@@ -48,9 +51,13 @@ def limited_slope(behind, ahead, limiter):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def face_states(q0, q1, q2, q3, limiter, left, right):  # pragma: no cover - compiled
     """Left and right states at the face between ``q1`` and ``q2`` (four cells in a row,
-    1D arrays of primitives) into ``left`` and ``right``."""
+    1D arrays of primitives) into ``left`` and ``right``. Variables after the four of the
+    mean flow (the turbulence model's) are carried first order."""
     nvar = q0.shape[0]
-    for k in range(nvar):
+    for k in range(4, nvar):
+        left[k] = q1[k]
+        right[k] = q2[k]
+    for k in range(min(nvar, 4)):
         left[k] = q1[k] + 0.5 * limited_slope(q1[k] - q0[k], q2[k] - q1[k], limiter)
         right[k] = q2[k] - 0.5 * limited_slope(q2[k] - q1[k], q3[k] - q2[k], limiter)
     if left[0] <= 0.0 or left[3] <= 0.0 or right[0] <= 0.0 or right[3] <= 0.0:

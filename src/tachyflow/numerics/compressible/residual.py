@@ -135,7 +135,8 @@ def viscous_residual(
             if nvar > 4:
                 nx_, ny_ = face_gradient(W, grad, 3, li, lj, ri, rj, tx, ty, distance)
                 rho_nt = 0.5 * (U[4, li, lj] + U[4, ri, rj])
-                flux[4] = (mu_f + rho_nt) / turbulence.SIGMA * (nx_ * nx + ny_ * ny)
+                coefficient = turbulence.diffusion_coefficient(mu_f, rho_nt)
+                flux[4] = coefficient / turbulence.SIGMA * (nx_ * nx + ny_ * ny)
             owned_before = li >= g and lj >= g
             owned_after = ri < ni - g and rj < nj - g
             for k in range(1, nvar):
@@ -310,12 +311,16 @@ class FlowDiscretisation:
                                 self.gamma, PRANDTL, PRANDTL_TURBULENT, convective,
                                 viscous)  # fmt: skip
 
-    def local_time_step(self, cfl: float) -> np.ndarray:
+    def local_time_step(self, cfl: float, along_i_only: bool = False) -> np.ndarray:
         """``cfl * area / (sum over the four faces of (Lc + 4 Lv) / 2)`` per cell (padded;
-        meaningful in the owned cells), from :meth:`spectral_radii`."""
+        meaningful in the owned cells), from :meth:`spectral_radii`. ``along_i_only``:
+        over the two i faces only, for relaxations implicit along j (whose stability
+        the j faces, across the thin cells at walls, do not limit)."""
         li = self.convective_i + 4.0 * self.viscous_i
-        lj = self.convective_j + 4.0 * self.viscous_j
-        total = 0.5 * (li[:-1] + li[1:] + lj[:, :-1] + lj[:, 1:])
+        total = 0.5 * (li[:-1] + li[1:])
+        if not along_i_only:
+            lj = self.convective_j + 4.0 * self.viscous_j
+            total = total + 0.5 * (lj[:, :-1] + lj[:, 1:])
         with np.errstate(divide="ignore"):
             return cfl * self.metrics.area / total
 

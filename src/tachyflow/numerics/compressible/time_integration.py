@@ -34,7 +34,6 @@ def ssp_rk3_step(U, dt, discretisation: FlowDiscretisation, fill_ghosts):
     second = 0.75 * U + 0.25 * euler(first)
     fill_ghosts(second)
     third = U / 3.0 + 2.0 / 3.0 * euler(second)
-    _clip_turbulence(third)
     fill_ghosts(third)
     return third, residuals[0]
 
@@ -55,6 +54,10 @@ class ImplicitStepper:
         Padded ``(ni, nj)``: for a cell next to a wake cut whose other side lies in this
         block, the padded i index of the cell across it (same j), else -1 (default: -1
         everywhere, the cut coupled through the exchanged ghosts only).
+    line_implicit : bool
+        Relax whole lines of constant i (block-tridiagonal along j,
+        :func:`implicit.line_sgs_sweeps`) instead of single cells, with local time steps
+        from the i faces' spectral radii only.
 
     Notes
     -----
@@ -63,7 +66,8 @@ class ImplicitStepper:
     """
 
     def __init__(self, discretisation: FlowDiscretisation, sweeps: int = 1,
-                 exchange_increment=None, cut_partner=None):  # fmt: skip
+                 exchange_increment=None, cut_partner=None,
+                 line_implicit: bool = False):  # fmt: skip
         if sweeps < 1:
             raise ValueError(f"sweeps must be >= 1, got {sweeps!r}")
         shape = discretisation.metrics.area.shape
@@ -74,6 +78,8 @@ class ImplicitStepper:
         self.cut_partner = np.ascontiguousarray(cut_partner, dtype=np.int64)
         self.discretisation = discretisation
         self.sweeps = sweeps
+        self.line_implicit = line_implicit
+        self.kernel = implicit.line_sgs_sweeps if line_implicit else implicit.sgs_sweeps
         self.exchange_increment = exchange_increment
         self.increment = np.zeros((discretisation.nvar, *discretisation.metrics.area.shape))
 
@@ -83,7 +89,7 @@ class ImplicitStepper:
         disc, m = self.discretisation, self.discretisation.metrics
         R = disc.residual(U) if residual is None else residual
         disc.spectral_radii()
-        dt = disc.local_time_step(cfl)
+        dt = disc.local_time_step(cfl, along_i_only=self.line_implicit)
         lam_i, lam_j = disc.implicit_radii()
         diagonal = implicit.diagonal(m.area, dt, lam_i, lam_j)
         dU = self.increment
@@ -92,16 +98,10 @@ class ImplicitStepper:
         for sweep in range(self.sweeps):
             if sweep and self.exchange_increment is not None:
                 self.exchange_increment(dU)
-            implicit.sgs_sweeps(U, R, dU, diagonal, disc.source_implicit, lam_i, lam_j,
+            self.kernel(U, R, dU, diagonal, disc.source_implicit, lam_i, lam_j,
                                 m.sxi, m.syi, m.sxj, m.syj, self.cut_partner, g, disc.gamma,
                                 1)  # fmt: skip
         owned = (slice(None), *m.owned)
         U[owned] += dU[owned]
-        _clip_turbulence(U)
         fill_ghosts(U)
         return R
-
-
-def _clip_turbulence(U) -> None:
-    if U.shape[0] > 4:
-        np.maximum(U[4], 0.0, out=U[4])

@@ -6,8 +6,13 @@ and ``f_t2`` terms ("SA-noft2" of the NASA Turbulence Modeling Resource), conser
 
 (P. R. Spalart, S. R. Allmaras, "A one-equation turbulence model for aerodynamic flows",
 AIAA 92-0439), with S-tilde kept positive by the modification of S. R. Allmaras, F. T.
-Johnson, P. R. Spalart (ICCFD7-1902, 2012). Negative ``nu_tilde`` is clipped to 0 in the
-source and after each update. The eddy viscosity is ``mu_t = rho nt fv1``.
+Johnson, P. R. Spalart (ICCFD7-1902, 2012), and their negative branch (SA-neg): where
+``nu_tilde < 0`` the source is ``cb1 Omega nt + cw1 (nt/d)^2`` and the diffusion
+coefficient ``mu + rho nt fn``, ``fn = (cn1 + chi^3)/(cn1 - chi^3)``, with no eddy
+viscosity. Negative values are kept rather than clipped to 0 after each update: clipping
+has no steady state where the discrete solution dips below zero (edges of boundary layers
+and wakes), and makes the update non-smooth there. The eddy viscosity is
+``mu_t = rho max(nt, 0) fv1``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ CW3 = 2.0
 CV1 = 7.1
 CV2 = 0.7
 CV3 = 0.9
+CN1 = 16.0
 
 
 @numba.njit(cache=True)
@@ -46,7 +52,11 @@ def eddy_viscosity_into(U, mu, mut):  # pragma: no cover - compiled
 def source(rho, nt, nu, vorticity, distance, grad_nt2):  # pragma: no cover - compiled
     """Source of ``rho nt`` per unit volume and its (non-negative) implicit coefficient:
     ``(rho (P - D + cb2/sigma |grad nt|^2), max(dD/dnt - dP/dnt, 0))``."""
-    nt = max(nt, 0.0)
+    if nt < 0.0:  # SA-neg
+        production = CB1 * vorticity * nt
+        destruction = -CW1 * nt * nt / (distance * distance)
+        implicit = max(-CB1 * vorticity - 2.0 * CW1 * nt / (distance * distance), 0.0)
+        return rho * (production - destruction + CB2 / SIGMA * grad_nt2), implicit
     chi = nt / nu
     f1 = fv1(chi)
     fv2 = 1.0 - chi / (1.0 + chi * f1)
@@ -67,6 +77,16 @@ def source(rho, nt, nu, vorticity, distance, grad_nt2):  # pragma: no cover - co
     destruction = CW1 * fw * nt * nt / (distance * distance)
     implicit = max(2.0 * CW1 * fw * nt / (distance * distance) - CB1 * s_tilde, 0.0)
     return rho * (production - destruction + CB2 / SIGMA * grad_nt2), implicit
+
+
+@numba.njit(cache=True)
+def diffusion_coefficient(mu, rho_nt):  # pragma: no cover - compiled
+    """``mu + rho nt`` (``mu + rho nt fn`` where ``nt < 0``, SA-neg) of the diffusion of
+    ``nt``, before the division by sigma."""
+    if rho_nt >= 0.0:
+        return mu + rho_nt
+    chi3 = (rho_nt / mu) ** 3
+    return mu + rho_nt * (CN1 + chi3) / (CN1 - chi3)
 
 
 def source_term(rho, nt, nu, vorticity, distance, grad_nt2=0.0) -> float:
