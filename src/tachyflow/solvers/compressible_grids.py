@@ -57,7 +57,6 @@ def flat_plate(section):
     )
 
 
-
 @register_grid("flat-plate-tmr")
 def flat_plate_tmr(section):
     """The NASA Turbulence Modeling Resource's zero-pressure-gradient plate (x = 0 to 2,
@@ -81,6 +80,7 @@ def flat_plate_tmr(section):
             f"got {list(cells)}"
         )
     return tmr_flat_plate_grid(levels[cells])
+
 
 def _c_grid(section, airfoil: str):
     """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
