@@ -87,6 +87,7 @@ def test_drag_and_entropy_error_fall_at_second_order_on_coarse_levels():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_drag_and_entropy_error_fall_with_refinement_on_three_levels():
     # 64 x 16, 128 x 32 and the case's 256 x 64 cells, each to a density residual of 1e-5
     # (the finest stalls near 6e-6; the drag has settled to 1 %). Measured: entropy error
@@ -99,6 +100,7 @@ def test_drag_and_entropy_error_fall_with_refinement_on_three_levels():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_transonic_lift_and_drag_match_published_euler_results():
     # AGARD AR-211's NACA 0012 at M = 0.8, alpha = 1.25 deg on the case's 256 x 64 grid.
     solver = solve_level(0, case="naca0012-transonic", iterations=4000, target=1e-5)
