@@ -102,11 +102,13 @@ def test_drag_and_entropy_error_fall_with_refinement_on_three_levels():
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_transonic_lift_and_drag_match_published_euler_results():
-    # AGARD AR-211's NACA 0012 at M = 0.8, alpha = 1.25 deg on the case's 256 x 64 grid.
+    # AGARD AR-211's NACA 0012 at M = 0.8, alpha = 1.25 deg on the case's 256 x 64 grid, to
+    # a density residual of 1e-5 (2338 iterations; measured CL 0.3484, CD 0.02264).
     solver = solve_level(0, case="naca0012-transonic", iterations=4000, target=1e-5)
     cl, cd = solver.coefficients["CL"], solver.coefficients["CD"]
+    assert solver.finished(), solver.density_residual
     assert cl == pytest.approx(REFERENCE_CL, rel=0.05), (cl, cd)
-    assert cd == pytest.approx(REFERENCE_CD, rel=0.1), (cl, cd)
+    assert cd == pytest.approx(REFERENCE_CD, rel=0.05), (cl, cd)
 
 
 if __name__ == "__main__":
