@@ -28,20 +28,20 @@ FAMILY = {"cells": (256, 64), "wake_cells": 48, "far_field": 20.0, "wall_spacing
 BOX = ((-0.5, 2.0), (-1.0, 1.0))
 # AGARD AR-211's case: grid-converged Euler lift and drag of J. C. Vassberg, A. Jameson, "In
 # Pursuit of Grid Convergence for Two-Dimensional Euler Solutions", J. Aircraft 47(4), 2010;
-# AGARD AR-211's own tables (1985) spread a few per cent around them (CL 0.363, CD 0.0230
-# quoted from its reference solution).
+# the solutions collected in AGARD AR-211 (1985) spread a few per cent around them (CL about
+# 0.36, CD about 0.023 as usually quoted).
 REFERENCE_CL, REFERENCE_CD = 0.3517, 0.02263
 
 
 def solve_level(level: int, case: str = "naca0012", iterations: int = 4000, target=1e-6):
-    """The converged solver of ``case`` on ``level`` of the family (collective on a
-    single rank)."""
+    """The solver of ``case`` on ``level`` of the family, on this process alone, iterated
+    to the density residual ``target`` or ``iterations``."""
     grid = c_grid(naca4("0012"), **FAMILY, level=level, finest_level=0)
-    section = config.load(case).replace(
+    settings = config.load(case).replace(
         "compressible", cells=grid.cells, wake_cells=grid.wake_cells, target_residual=target
     )
     blocks = StructuredBlocks(MPI.COMM_SELF, *grid.cells, ghosts=2, wake_cut=grid.wake_cells)
-    solver = CompressibleSolver(blocks, grid, section.compressible)
+    solver = CompressibleSolver(blocks, grid, settings.compressible)
     while not solver.finished() and solver.steps < iterations:
         solver.step(1.0)
     blocks.free()
