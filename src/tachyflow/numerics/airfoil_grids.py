@@ -757,6 +757,42 @@ def flat_plate_h_grid(
     )
 
 
+# The nested family of the NASA Turbulence Modeling Resource's 2D zero-pressure-gradient
+# flat plate: 545 x 385 points finest, every other line down to 35 x 24 cells ... 35 x 25
+# points. Domain: the plate from x = 0 to 2, a symmetry plane from x = -1/3, height 1.
+TMR_FLAT_PLATE_CELLS = (544, 384)
+TMR_FLAT_PLATE_LEVELS = 5
+_TMR_UPSTREAM_CELLS = 96  # 6 on the coarsest level: every level has a whole number
+_TMR_WALL_SPACING = 5e-7  # y+ about 0.1 at Re = 5e6 on the finest level
+_TMR_LEADING_EDGE_SPACING = 2.5e-4
+
+
+def tmr_flat_plate_grid(level: int = 0) -> StructuredGrid:
+    """Level ``level`` of a nested family shaped like the NASA Turbulence Modeling
+    Resource's zero-pressure-gradient flat-plate grids.
+
+    Level 0 is 544 x 384 cells (545 x 385 points), level k every ``2**k``-th line of it:
+    272 x 192, 136 x 96, 68 x 48, 34 x 24 cells. The domain is the TMR's (plate from
+    x = 0 to 2, symmetry plane from x = -1/3, height 1); the point distributions are
+    ours (:func:`flat_plate_h_grid`: first wall spacing 5e-7, 2.5e-4 along the plate at
+    the leading edge, 96 cells ahead of the plate on level 0), not read from the TMR's
+    files, so the levels have the TMR's sizes and nesting, not its exact points.
+    """
+    if not (isinstance(level, int | np.integer) and 0 <= level < TMR_FLAT_PLATE_LEVELS):
+        raise ValueError(f"level must be in [0, {TMR_FLAT_PLATE_LEVELS}), got {level!r}")
+    finest = flat_plate_h_grid(
+        cells=TMR_FLAT_PLATE_CELLS,
+        upstream_cells=_TMR_UPSTREAM_CELLS,
+        plate_length=2.0,
+        upstream_length=1.0 / 3.0,
+        height=1.0,
+        wall_spacing=_TMR_WALL_SPACING,
+        leading_edge_spacing=_TMR_LEADING_EDGE_SPACING,
+    )
+    grid = finest.coarsened(int(level)) if level else finest
+    return replace(grid, name=f"TMR flat-plate H-grid, level {level}")
+
+
 def _check_cells(cells) -> tuple[int, int]:
     try:
         ni, nj = cells

@@ -61,6 +61,31 @@ def flat_plate(section):
     )
 
 
+@register_grid("flat-plate-tmr")
+def flat_plate_tmr(section):
+    """The NASA Turbulence Modeling Resource's zero-pressure-gradient plate (x = 0 to 2,
+    symmetry plane from x = -1/3, height 1) on the level of the nested family
+    (:func:`tachyflow.numerics.airfoil_grids.tmr_flat_plate_grid`) that ``cells`` names:
+    ``[544, 384]``, ``[272, 192]``, ``[136, 96]``, ``[68, 48]`` or ``[34, 24]`` (the TMR's
+    545 x 385 ... 35 x 25 points). The family fixes the spacings and the domain, so
+    ``wall_spacing``, ``far_field`` and ``upstream`` are not read."""
+    from tachyflow.numerics.airfoil_grids import (
+        TMR_FLAT_PLATE_CELLS,
+        TMR_FLAT_PLATE_LEVELS,
+        tmr_flat_plate_grid,
+    )
+
+    ni, nj = TMR_FLAT_PLATE_CELLS
+    levels = {(ni >> k, nj >> k): k for k in range(TMR_FLAT_PLATE_LEVELS)}
+    cells = tuple(section.cells)
+    if cells not in levels:
+        raise ValueError(
+            f"cells must be one of the family's levels {[list(c) for c in levels]}, "
+            f"got {list(cells)}"
+        )
+    return tmr_flat_plate_grid(levels[cells])
+
+
 def _c_grid(section, airfoil: str, wake_aspect_ratio: float | None = None):
     """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
     from tachyflow.numerics import airfoil_grids
