@@ -228,6 +228,8 @@ def test_bench_step_end_to_end(tmp_path):
     entry = document["results"][0]
     assert entry["verified"] and entry["ratio_to_memory_bound"] > 0
     assert document["model"]["copies_per_step"] == 12
+    assert {"fft", "advection", "projection", "boundaries"} <= set(document["phases"])
+    assert all(seconds >= 0 for seconds in document["phases"].values())
 
 
 def test_model_predict_and_simulate_agree_for_the_pipelined_broadcast():

@@ -18,6 +18,7 @@ over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 from __future__ import annotations
 
 import numpy as np
+from mpi4py import MPI
 
 from tachyflow import config, runtime
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
@@ -55,6 +56,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     healthy = solver.max_divergence() < 1e-9 and bool(
         np.isfinite(solver.halo.interior(solver.u)).all()
     )
+    before = solver.phase_seconds()
     measure(
         document,
         [Candidate("tachyflow-step", step, healthy)],
@@ -63,6 +65,12 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
         0,
         f"step {'x'.join(map(str, decomposition.global_shape))}",
     )
+    # Seconds per timed step of each phase, on the slowest rank (the same keys everywhere).
+    after = solver.phase_seconds()
+    document["phases"] = {
+        name: comm.allreduce(after[name] - before[name], op=MPI.MAX) / repeats
+        for name in sorted(after)
+    }
     # Distinct arrays for every pass, so the copies stream from memory, not from cache.
     shape = decomposition.local_shape("y")
     sources = [np.full(shape, float(n)) for n in range(MINIMUM_PASSES)]

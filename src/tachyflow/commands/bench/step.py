@@ -84,4 +84,9 @@ class Step(Benchmark):
                     f"memory-traffic bound {bound * 1e3:.2f} ms per step: the step takes "
                     f"{entry['ratio_to_memory_bound']:.1f}x the bound"
                 )
+        if "phases" in document:
+            runtime.make_console().print(
+                "phases per step (slowest rank): "
+                + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in document["phases"].items())
+            )
         return code
