@@ -174,22 +174,20 @@ def candidates(folder, shape, proc_grid, lengths, comm):
         errors = [e for e in comm.allgather(error) if e]
         return [], lambda: None, errors[0] if errors else "unreachable"
     details = {"version": VERSION, "proc_grid": ready["proc_grid"], "program": "decomp_poisson"}
-    solve = Candidate(
-        SOLVE_NAME,
-        lambda: parse_seconds(connection.ask("poisson 1")),
-        ready["poisson_error"] < TOLERANCE and ready["proc_grid"] == list(proc_grid),
-        peer=True,
-        details={**details, "max_error": ready["poisson_error"],
-                 "operation": "r2c FFT, divide by the periodic FD eigenvalues, c2r"},
-        self_timed=True,
-    )  # fmt: skip
-    roundtrip = Candidate(
-        ROUNDTRIP_NAME,
-        lambda: parse_seconds(connection.ask("roundtrip 1")),
-        ready["roundtrip_error"] < TOLERANCE and ready["proc_grid"] == list(proc_grid),
-        peer=True,
-        details={**details, "max_error": ready["roundtrip_error"],
-                 "operation": "r2c FFT, 1/N, c2r"},
-        self_timed=True,
-    )  # fmt: skip
-    return [solve, roundtrip], connection.close, None
+    agreed = ready["proc_grid"] == list(proc_grid)
+
+    def candidate(name: str, command: str, error: str, operation: str) -> Candidate:
+        return Candidate(
+            name,
+            lambda: parse_seconds(connection.ask(f"{command} 1")),
+            ready[error] < TOLERANCE and agreed,
+            peer=True,
+            details={**details, "max_error": ready[error], "operation": operation},
+            self_timed=True,
+        )
+
+    return [
+        candidate(SOLVE_NAME, "poisson", "poisson_error",
+                  "r2c FFT, divide by the periodic FD eigenvalues, c2r"),
+        candidate(ROUNDTRIP_NAME, "roundtrip", "roundtrip_error", "r2c FFT, 1/N, c2r"),
+    ], connection.close, None  # fmt: skip
