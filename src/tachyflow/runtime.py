@@ -215,7 +215,10 @@ def start_threads() -> int:
                 f"{threads} threads per rank need MPI_THREAD_FUNNELED; the MPI library "
                 f"provides level {MPI.Query_thread()}"
             )
-        use_threads(threads)
+        if "numba" in sys.modules or threads > 1:
+            use_threads(threads)
+        else:  # numba, when a kernel imports it, starts with this count
+            os.environ["NUMBA_NUM_THREADS"] = str(threads)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     return threads
