@@ -175,6 +175,8 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "tdma",
         "advection",
         "diffusion",
+        "projection",
+        "boundaries",
         "other",
     }
     # --steps is the last step: the restarted run goes on from 20 to 25, and the history
