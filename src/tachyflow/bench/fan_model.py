@@ -30,8 +30,9 @@ transposes
     simulator).
 halo exchanges
     10 per substep (the velocity's 3 fields before and after the immersed forcing and at
-    the end of the projection, and the pressure): each sends 2 faces of the ghosted
-    y-pencil along each split axis, one after the other (one-port), ``α + m β`` each.
+    the end of the projection, and the pressure) and 1 per step (the step's pressure,
+    Σ α_k φ_k): each sends 2 faces of the ghosted y-pencil along each split axis, one
+    after the other (one-port), ``α + m β`` each.
 reductions
     2 allreduces of one or two doubles per substep (the outflow's balance, the mass
     sources of the bodies) and 1 per step (the bodies' loads), as the library's call.
@@ -134,7 +135,7 @@ def step_traffic(p_row: int, p_col: int) -> StepTraffic:
         row_real=2 * THETA_SOLVES_PER_STEP + 2 * SUBSTEPS if row else 0,
         row_complex=2 * SUBSTEPS if row else 0,
         column_complex=4 * SUBSTEPS if p_row > 1 else 0,
-        halos=10 * SUBSTEPS,
+        halos=10 * SUBSTEPS + 1,
         allreduces=2 * SUBSTEPS + 1,
     )
 
