@@ -86,6 +86,7 @@ def test_registering_a_taken_name_is_refused():
         observers.register(Clash)
 
 
+@pytest.mark.slow  # a long run (10 s): make test-slow
 def test_statistics_and_log_cost_the_same_late_and_early_in_a_long_run(tmp_path, monkeypatch):
     """20,000 records: the last thousand cost no more than 1.5x the first (appended files)."""
     from tachyflow.observers.statistics import Statistics

@@ -15,7 +15,10 @@ from tachyflow.models import Hockney, builtin_profiles, fit_hockney, load_profil
 MODEL = Hockney(10e-6, 1e-9)
 
 
-@pytest.mark.parametrize("size", [*range(1, 18), 64, 100, 1000])
+# 1000 ranks takes 15 s: in make test-slow (the smaller sizes cover every schedule's shape).
+@pytest.mark.parametrize(
+    "size", [*range(1, 18), 64, 100, pytest.param(1000, marks=pytest.mark.slow)]
+)
 def test_every_schedule_moves_the_right_data(size):
     for operation, table in ALGORITHMS.items():
         for algorithm in table:
