@@ -18,7 +18,6 @@ over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 from __future__ import annotations
 
 import numpy as np
-from mpi4py import MPI
 
 from tachyflow import config, runtime
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
@@ -68,7 +67,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     # Seconds per timed step of each phase, on the slowest rank (the same keys everywhere).
     after = solver.phase_seconds()
     document["phases"] = {
-        name: comm.allreduce(after[name] - before[name], op=MPI.MAX) / repeats
+        name: decomposition.maximum(after[name] - before[name]) / repeats
         for name in sorted(after)
     }
     # Distinct arrays for every pass, so the copies stream from memory, not from cache.
