@@ -29,6 +29,15 @@ def processes_writing(folder) -> list[str]:
     return found.stdout.split()
 
 
+def stepping(folder) -> bool:
+    """Whether the run has written a row of statistics: its kernels are compiled (a cold
+    numba cache compiles them in the first step, which a stop request must wait for)."""
+    try:
+        return len((folder / "stats.csv").read_text().splitlines()) >= 2
+    except FileNotFoundError:
+        return False
+
+
 def wait_until(condition, seconds):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -44,10 +53,10 @@ def test_killing_the_launcher_ends_the_whole_job(tmp_path, number, trial):
     folder = tmp_path / f"run-{number.name}-{trial}"
     launcher = launch(folder)
     try:
-        assert wait_until(lambda: (folder / "log.txt").exists(), 60), "the run never started"
+        assert wait_until(lambda: stepping(folder), 90), "the run never started"
         assert len(processes_writing(folder)) >= 3  # launcher, mpiexec, ranks
         os.kill(launcher.pid, number)
-        assert wait_until(lambda: not processes_writing(folder), 20), processes_writing(folder)
+        assert wait_until(lambda: not processes_writing(folder), 60), processes_writing(folder)
     finally:
         if processes_writing(folder):  # the test failed: leave nothing running
             os.killpg(launcher.pid, signal.SIGKILL)
@@ -69,9 +78,9 @@ def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, nu
         start_new_session=True,
     )  # fmt: skip
     try:
-        assert wait_until(lambda: (folder / "stats.csv").exists(), 60), "the run never started"
+        assert wait_until(lambda: stepping(folder), 90), "the run never started"
         os.kill(launcher.pid, number)
-        _, errors = launcher.communicate(timeout=30)
+        _, errors = launcher.communicate(timeout=60)
     finally:
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)

@@ -372,6 +372,6 @@ def test_view_command_prints_the_url_and_stops_on_ctrl_c(run_dir):
         bare = url.group(0).split("?")[0]
         assert get(bare)[0] == 403
         command.send_signal(signal.SIGINT)
-        assert command.wait(20) == 0
+        assert command.wait(60) == 0  # generous: a loaded machine (CI) is slow to wind down
     finally:
         stop(command)

@@ -57,6 +57,34 @@ def test_ghosts_hold_exactly_the_neighbours_values():
     parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
 
 
+@pytest.mark.parallel([1, 2, 3])
+def test_arrays_exchanged_together_equal_arrays_exchanged_one_by_one():
+    """One message per neighbour for u, v, w gives bitwise the three exchanges' ghosts."""
+    comm = MPI.COMM_WORLD
+    failures = []
+    shape = (7, 5, 3)
+    for periodic, grid in itertools.product(PERIODICITY, process_grids(comm.size)):
+        with PencilDecomposition(shape, grid, comm, periodic=periodic) as decomposition:
+            for orientation, corners in itertools.product("xyz", (False, True)):
+                halo = HaloExchange(decomposition, orientation, 1, corners)
+                together, alone = [], []
+                for component in range(3):
+                    array = halo.allocate()
+                    array[...] = np.nan
+                    halo.interior(array)[...] = decomposition.scatter_global(
+                        index_array(shape) + 1000 * component, orientation
+                    )
+                    together.append(array)
+                    alone.append(halo.exchange(array.copy()))
+                halo.exchange(*together)
+                if not all(
+                    np.array_equal(a, b, equal_nan=True)
+                    for a, b in zip(together, alone, strict=True)
+                ):
+                    failures.append((periodic, grid, orientation, corners))
+    parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
+
+
 @pytest.mark.parallel([2, 3])
 def test_halo_bad_input_raises_on_every_rank():
     comm = MPI.COMM_WORLD
@@ -70,3 +98,7 @@ def test_halo_bad_input_raises_on_every_rank():
         halo = HaloExchange(decomposition, "z", width=1)
         with pytest.raises(ValueError, match="ghosted z-pencils of width 1"):
             halo.exchange(decomposition.zeros("z"))
+        with pytest.raises(ValueError, match="ghosted z-pencils of width 1"):
+            halo.exchange(halo.allocate(), decomposition.zeros("z"))
+        with pytest.raises(TypeError, match="needs numpy arrays, got list"):
+            halo.exchange(halo.allocate(), [0.0])

@@ -39,13 +39,14 @@ def test_a_step_on_a_tiny_grid_costs_what_the_hand_count_gives():
     # 24 real transposes over 2 ranks (128 B per rank, one 64 B block to the other), 6 + 12
     # complex ones (4·4·3 modes of 16 B over 4 ranks: 192 B, a 96 B block).
     assert parts["transposes"] == pytest.approx(24 * message(64) + 18 * message(96))
-    # 31 halo exchanges (10 per substep, the step's pressure), each 2 faces of 6·4 cells
-    # along x and along θ.
-    assert parts["halos"] == pytest.approx(31 * 4 * message(192))
+    # 13 halo exchanges, each 2 faces of 6·4 cells along x and along θ: 9 of the velocity
+    # (3 per substep, its 3 fields in one message) and 4 of the pressure (1 per substep,
+    # the step's pressure).
+    assert parts["halos"] == pytest.approx(9 * 4 * message(3 * 192) + 4 * 4 * message(192))
     # 7 allreduces of 2 doubles: recursive doubling, 2 rounds on 4 ranks.
     assert parts["reductions"] == pytest.approx(7 * 2 * message(16))
     assert parts["compute"] == pytest.approx(16e-6)
-    assert parts["total"] == pytest.approx(223.296e-6)
+    assert parts["total"] == pytest.approx(151.296e-6)
 
 
 def test_core_speed_and_shared_links_scale_what_they_should():
@@ -53,7 +54,9 @@ def test_core_speed_and_shared_links_scale_what_they_should():
     assert faster["compute"] == pytest.approx(base["compute"] / 4)
     assert faster["transposes"] == pytest.approx(base["transposes"])
     shared = tiny_model(ranks_per_link=8).flow_step(64, 4)
-    assert shared["halos"] == pytest.approx(31 * 4 * (ALPHA + 8 * 192 * BETA))
+    assert shared["halos"] == pytest.approx(
+        9 * 4 * (ALPHA + 8 * 3 * 192 * BETA) + 4 * 4 * (ALPHA + 8 * 192 * BETA)
+    )
 
 
 def test_a_noise_sample_costs_what_the_hand_count_gives():

@@ -29,10 +29,11 @@ transposes
     (:func:`tachyflow.collectives.choose`; ``tachyflow model simulate`` runs the same
     simulator).
 halo exchanges
-    10 per substep (the velocity's 3 fields before and after the immersed forcing and at
-    the end of the projection, and the pressure) and 1 per step (the step's pressure,
-    Σ α_k φ_k): each sends 2 faces of the ghosted y-pencil along each split axis, one
-    after the other (one-port), ``α + m β`` each.
+    4 per substep (the velocity before and after the immersed forcing and at the end of
+    the projection, its 3 fields in one message per neighbour; the pressure) and 1 per
+    step (the step's pressure, Σ α_k φ_k): each sends 2 faces of the ghosted y-pencil
+    along each split axis, one after the other (one-port), ``α + m β`` each, ``m`` three
+    faces' worth for the velocity.
 reductions
     2 allreduces of one or two doubles per substep (the outflow's balance, the mass
     sources of the bodies) and 1 per step (the bodies' loads), as the library's call.
@@ -123,8 +124,14 @@ class StepTraffic:
     row_real: int  # y↔z, over p_col ranks
     row_complex: int
     column_complex: int  # x↔y, over p_row ranks
-    halos: int
+    velocity_halos: int  # u, u_θ, w together: one message per neighbour
+    pressure_halos: int
     allreduces: int
+
+    @property
+    def halos(self) -> int:
+        """Halo exchanges (calls) per step."""
+        return self.velocity_halos + self.pressure_halos
 
 
 def step_traffic(p_row: int, p_col: int) -> StepTraffic:
@@ -135,7 +142,8 @@ def step_traffic(p_row: int, p_col: int) -> StepTraffic:
         row_real=2 * THETA_SOLVES_PER_STEP + 2 * SUBSTEPS if row else 0,
         row_complex=2 * SUBSTEPS if row else 0,
         column_complex=4 * SUBSTEPS if p_row > 1 else 0,
-        halos=10 * SUBSTEPS + 1,
+        velocity_halos=3 * SUBSTEPS,
+        pressure_halos=SUBSTEPS + 1,
         allreduces=2 * SUBSTEPS + 1,
     )
 
@@ -259,11 +267,16 @@ class FanScalingModel:
         )
         faces = [(nr + 2) * (nt / p_col + 2) if p_row > 1 else 0.0,
                  (nx / p_row + 2) * (nr + 2) if p_col > 1 else 0.0]  # fmt: skip
-        halo = sum(2 * self._message(face * REAL_BYTES) for face in faces if face)
+        halos = sum(
+            2 * traffic.velocity_halos * self._message(3 * face * REAL_BYTES)
+            + 2 * traffic.pressure_halos * self._message(face * REAL_BYTES)
+            for face in faces
+            if face
+        )
         parts = {
             "compute": self.measured.seconds_per_cell * cells / ranks / self.core_speed,
             "transposes": transposes,
-            "halos": traffic.halos * halo,
+            "halos": halos,
             "reductions": traffic.allreduces * self.allreduce(ranks),
         }
         return {**parts, "total": sum(parts.values())}

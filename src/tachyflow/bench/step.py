@@ -67,8 +67,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     # Seconds per timed step of each phase, on the slowest rank (the same keys everywhere).
     after = solver.phase_seconds()
     document["phases"] = {
-        name: decomposition.maximum(after[name] - before[name]) / repeats
-        for name in sorted(after)
+        name: decomposition.maximum(after[name] - before[name]) / repeats for name in sorted(after)
     }
     # Distinct arrays for every pass, so the copies stream from memory, not from cache.
     shape = decomposition.local_shape("y")

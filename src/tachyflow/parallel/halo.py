@@ -150,37 +150,55 @@ class HaloExchange:
                 index.append(slice(w, w + self.local_shape[other]))
         return tuple(index)
 
-    def exchange(self, array: np.ndarray) -> np.ndarray:
-        """Fill the ghosts of ``array`` in place and return it (collective)."""
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"halo exchange needs a numpy array, got {type(array).__name__}")
-        if array.shape != self.shape:
-            raise ValueError(
-                f"array has shape {array.shape} but ghosted {self.orientation}-pencils of "
-                f"width {self.width} on rank {self.decomposition.rank} have shape {self.shape}"
-            )
+    def exchange(self, array: np.ndarray, *more: np.ndarray) -> np.ndarray:
+        """Fill the ghosts of ``array`` (and of ``more`` arrays) in place; return ``array``
+        (collective).
+
+        Several arrays travel together: one message per neighbour and axis carries the
+        ghosts of all of them (the velocity's three components in one exchange, not three).
+        """
+        arrays = (array, *more)
+        for candidate in arrays:
+            if not isinstance(candidate, np.ndarray):
+                raise TypeError(
+                    f"halo exchange needs numpy arrays, got {type(candidate).__name__}"
+                )
+            if candidate.shape != self.shape:
+                raise ValueError(
+                    f"array has shape {candidate.shape} but ghosted {self.orientation}-pencils"
+                    f" of width {self.width} on rank {self.decomposition.rank} have shape "
+                    f"{self.shape}"
+                )
+        dtype = np.result_type(*arrays)
         for axis, (comm, me, sends, receives) in enumerate(self._plans):
             requests, incoming = [], []
             for transfer in receives:
                 if transfer.peer != me:
-                    target = array[self._span(axis, transfer.indices)]
-                    buffer = np.empty(target.shape, dtype=array.dtype)
+                    span = self._span(axis, transfer.indices)
+                    buffer = np.empty((len(arrays), *array[span].shape), dtype=dtype)
                     requests.append(comm.Irecv(buffer, source=transfer.peer, tag=axis))
-                    incoming.append((transfer, buffer))
+                    incoming.append((span, buffer))
             for transfer in sends:
                 if transfer.peer != me:
-                    block = np.ascontiguousarray(array[self._span(axis, transfer.indices)])
+                    span = self._span(axis, transfer.indices)
+                    # Filled in place, not np.stack: its length-1 axes can carry strides that
+                    # mpi4py's strict contiguity check refuses.
+                    block = np.empty((len(arrays), *array[span].shape), dtype=dtype)
+                    for a, values in zip(arrays, block, strict=True):
+                        values[...] = a[span]
                     requests.append(comm.Isend(block, dest=transfer.peer, tag=axis))
                     incoming.append((None, block))  # keeps the send buffer alive
             local_send = next((t for t in sends if t.peer == me), None)
             local_receive = next((t for t in receives if t.peer == me), None)
             if local_send is not None:
-                array[self._span(axis, local_receive.indices)] = array[
-                    self._span(axis, local_send.indices)
-                ]
+                source = self._span(axis, local_send.indices)
+                target = self._span(axis, local_receive.indices)
+                for a in arrays:
+                    a[target] = a[source]
             if requests:
                 MPI.Request.Waitall(requests)
-            for transfer, buffer in incoming:
-                if transfer is not None:
-                    array[self._span(axis, transfer.indices)] = buffer
+            for span, buffer in incoming:
+                if span is not None:
+                    for a, values in zip(arrays, buffer, strict=True):
+                        a[span] = values
         return array

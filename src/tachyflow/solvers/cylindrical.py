@@ -258,8 +258,7 @@ class CylindricalSolver(PencilSolver):
     def _apply_boundaries(self) -> None:
         """Halo exchange in x and θ, the inflow and outflow values of an open x, then the
         wall and axis values in r."""
-        for field in (self.u, self.q, self.w):
-            self.halo.exchange(field)
+        self.halo.exchange(self.u, self.q, self.w)  # one message per neighbour for the three
         if self.inflow is not None:
             self._apply_inflow_and_outflow()
         inner, outer = self.wall_speed
