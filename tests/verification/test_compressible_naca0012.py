@@ -26,10 +26,10 @@ FAMILY = {"cells": (256, 64), "wake_cells": 48, "far_field": 20.0, "wall_spacing
 # airfoil and a chord of wake): downstream the wake only carries it out, which takes the
 # pseudo-time iterations long to finish and adds nothing to the order.
 BOX = ((-0.5, 2.0), (-1.0, 1.0))
-# AGARD AR-211's case: grid-converged Euler lift and drag of J. C. Vassberg, A. Jameson, "In
-# Pursuit of Grid Convergence for Two-Dimensional Euler Solutions", J. Aircraft 47(4), 2010;
-# the solutions collected in AGARD AR-211 (1985) spread a few per cent around them (CL about
-# 0.36, CD about 0.023 as usually quoted).
+# AGARD AR-211's case: the centre of the band of published Euler lift and drag (AGARD AR-211,
+# 1985: CL about 0.35-0.36, CD about 0.0226-0.023; J. C. Vassberg, A. Jameson, "In Pursuit of
+# Grid Convergence for Two-Dimensional Euler Solutions", J. Aircraft 47(4), 2010: CFL3D lift
+# 0.3546 on 2048^2, 0.3482 extrapolated). See docs/compressible-verification.md.
 REFERENCE_CL, REFERENCE_CD = 0.3517, 0.02263
 
 
