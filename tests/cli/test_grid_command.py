@@ -52,3 +52,21 @@ def test_grid_writes_cgns_and_reads_a_grid_file_back(tmp_path):
     assert "MARKER_TAG= airfoil" in (tmp_path / "g.su2").read_text()
     result = tachyflow("grid", str(tmp_path / "missing.xyz"))
     assert result.returncode == 2 and "no such grid file" in result.stderr
+
+
+def test_grid_writes_the_grid_a_case_runs_on(tmp_path):
+    from tachyflow import config
+    from tachyflow.io.grid_files import read_grid_file
+    from tachyflow.solvers.compressible_grids import build_grid
+
+    result = tachyflow("grid", "--case", "naca0012", "--cgns", str(tmp_path / "case.cgns"))
+    assert result.returncode == 0, result.stderr
+    written, built = (
+        read_grid_file(tmp_path / "case.cgns"),
+        build_grid(config.load("naca0012").compressible),
+    )
+    np.testing.assert_array_equal(written.x, built.x)
+    np.testing.assert_array_equal(written.y, built.y)
+    assert (written.wake_cells, written.wall) == (built.wake_cells, built.wall)
+    result = tachyflow("grid", "--case", "channel")
+    assert result.returncode == 2 and "runs the 'incompressible' solver" in result.stderr

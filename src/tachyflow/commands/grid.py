@@ -3,6 +3,8 @@ Plot3D or CGNS file), report its quality, export it (Plot3D, SU2, CGNS) and draw
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tachyflow.commands import Command, register
 
 DESCRIPTION = (
@@ -30,6 +32,12 @@ class Grid(Command):
             default="rae2822",
             help="rae2822 (default), nacaXXXX (a 4-digit NACA section), flat-plate, or a "
             "Plot3D (.xyz, .p3d, .p2d, .x) or CGNS (.cgns) grid file to read",
+        )
+        parser.add_argument(
+            "--case",
+            default=None,
+            help="instead of a section: the grid a compressible case runs on (a built-in "
+            "case name or a case file), exactly as the run builds it",
         )
         parser.add_argument("--cells", default="280x64", help="NIxNJ cells of level 0")
         parser.add_argument(
@@ -120,6 +128,10 @@ def _generate(args, level: int, finest_level: int):
     from tachyflow.io.grid_files import GRID_FILE_SUFFIXES, read_grid_file
     from tachyflow.numerics import airfoil_grids
 
+    if args.case is not None:
+        if level != 0:
+            raise ValueError("a case's grid has level 0 only (--level 0)")
+        return _case_grid(args.case)
     if Path(args.section).suffix.lower() in GRID_FILE_SUFFIXES:
         if level != 0:
             raise ValueError("a grid read from a file has level 0 only (--level 0)")
@@ -152,6 +164,20 @@ def _generate(args, level: int, finest_level: int):
         level=level,
         finest_level=finest_level,
     )
+
+
+def _case_grid(name: str):
+    from tachyflow import config
+    from tachyflow.solvers.compressible_grids import build_grid
+
+    case = config.load(name)
+    if case.case.solver != "compressible":
+        raise ValueError(
+            f"--case {name!r} runs the {case.case.solver!r} solver; a grid comes from a case "
+            "with solver = 'compressible'"
+        )
+    grid = build_grid(case.compressible)
+    return replace(grid, name=grid.name or case.compressible.grid)
 
 
 def _table(name: str, qualities: dict) -> str:
