@@ -89,6 +89,12 @@ def test_open_grid_wall_from_x_zero_or_from_cgns_wall_conditions(tmp_path, grids
     zone = read_cgns(tmp_path / "short.cgns")
     assert zone.wall_nodes[8:25, 0].all() and zone.wall_nodes.sum() == 17
     assert read_grid_file(tmp_path / "short.cgns").wall == (8, 24)
+    with pytest.raises(ValueError, match="no j = 0 faces downstream of x = 0: no wall"):
+        grid_from_nodes(plate.x - 10.0, plate.y)
+    marked = np.zeros(plate.x.shape, dtype=bool)
+    marked[[10, 11, 20, 21], 0] = True
+    with pytest.raises(ValueError, match=r"not one run of faces \(2 faces between 10 and 20\)"):
+        grid_from_nodes(plate.x, plate.y, wall_nodes=marked)
 
 
 CGNSCHECK = shutil.which("cgnscheck")
