@@ -251,9 +251,15 @@ class CompressibleSection:
     geometrically from ``cfl_start`` to ``cfl`` over ``cfl_ramp`` iterations, until the
     density residual falls below ``target_residual`` times its first value; ``rk3``
     (SSP-RK3) advances in time with ``[time] cfl`` or ``dt``.
+
+    ``grid = "file"`` reads the grid from ``grid_file``, a Plot3D (``.xyz``, ``.p3d``,
+    ``.p2d``, ``.x``) or CGNS (``.cgns``) file; a relative path is taken from the case
+    file's folder. ``cells`` must then be the file's; ``wake_cells``, ``wall_spacing``,
+    ``far_field`` and ``upstream`` are not read (see docs/grid-files.md).
     """
 
     grid: str = "flat-plate"
+    grid_file: str = ""
     cells: tuple[int, int] = (64, 32)
     wall_spacing: float = 5e-4
     far_field: float = 0.5
@@ -788,6 +794,7 @@ def _validate_compressible(section: CompressibleSection, require) -> None:
 
     require(section.grid in grid_names(), "compressible.grid", f"one of {grid_names()}",
             section.grid)  # fmt: skip
+    _validate_grid_file(section, require)
     require(all(n >= 4 for n in section.cells), "compressible.cells", "[ni, nj], each >= 4",
             section.cells)  # fmt: skip
     require(0 <= 2 * section.wake_cells < section.cells[0], "compressible.wake_cells",
@@ -821,6 +828,32 @@ def _validate_compressible(section: CompressibleSection, require) -> None:
     require(not section.vortex_correction or section.mach < 1,
             "compressible.vortex_correction", "false with a supersonic free stream",
             section.vortex_correction)  # fmt: skip
+
+
+def _validate_grid_file(section: CompressibleSection, require) -> None:
+    from tachyflow.io.grid_files import GRID_FILE_SUFFIXES, grid_file_format
+
+    if section.grid != "file":
+        require(not section.grid_file, "compressible.grid_file",
+                "empty unless grid = 'file'", section.grid_file)  # fmt: skip
+        return
+    require(bool(section.grid_file), "compressible.grid_file",
+            "the path of a Plot3D or CGNS grid file with grid = 'file'",
+            section.grid_file)  # fmt: skip
+    try:
+        grid_file_format(section.grid_file)
+    except ValueError:
+        suffixes = list(GRID_FILE_SUFFIXES)
+        require(False, "compressible.grid_file", f"a path ending in one of {suffixes}",
+                section.grid_file)  # fmt: skip
+
+
+def _with_paths_from(config: Config, folder: Path) -> Config:
+    """``config`` with its relative file paths taken from ``folder`` (the case file's)."""
+    grid_file = config.compressible.grid_file
+    if not grid_file or Path(grid_file).is_absolute():
+        return config
+    return config.replace("compressible", grid_file=str((folder / grid_file).absolute()))
 
 
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:
@@ -928,7 +961,7 @@ def load(name_or_path: str) -> Config:
             raise ConfigError(f"case file {str(path)!r} is a folder, not a TOML file")
         if not path.is_file():
             raise ConfigError(f"case file {str(path)!r} does not exist")
-        return parse(path.read_text(), str(path))
+        return _with_paths_from(parse(path.read_text(), str(path)), path.parent)
     resource = resources.files("tachyflow") / "cases" / f"{name_or_path}.toml"
     if not resource.is_file():
         raise ConfigError(

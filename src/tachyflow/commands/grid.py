@@ -1,7 +1,9 @@
-"""``tachyflow grid``: generate an airfoil C-grid or a flat-plate H-grid, report its
-quality, export it (Plot3D, SU2) and draw it."""
+"""``tachyflow grid``: generate an airfoil C-grid or a flat-plate H-grid (or read one from a
+Plot3D or CGNS file), report its quality, export it (Plot3D, SU2, CGNS) and draw it."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from tachyflow.commands import Command, register
 
@@ -10,7 +12,9 @@ DESCRIPTION = (
     "case of B.-S. Lee, J.-W. Hong, S. Lee, D. H. Lee, 'Performance Analysis of Cluster "
     "Network Interfaces for Parallel Computing of Computational Fluid Dynamics': a "
     "281 x 65-point C-grid), print its quality at one or more nested levels, and write it "
-    "as Plot3D, SU2 or a PNG figure."
+    "as Plot3D, SU2, CGNS or a PNG figure. A Plot3D or CGNS file given instead of a section "
+    "is read (its topology found as a case with grid = 'file' would find it), checked and "
+    "converted."
 )
 
 
@@ -26,7 +30,14 @@ class Grid(Command):
             "section",
             nargs="?",
             default="rae2822",
-            help="rae2822 (default), nacaXXXX (a 4-digit NACA section) or flat-plate",
+            help="rae2822 (default), nacaXXXX (a 4-digit NACA section), flat-plate, or a "
+            "Plot3D (.xyz, .p3d, .p2d, .x) or CGNS (.cgns) grid file to read",
+        )
+        parser.add_argument(
+            "--case",
+            default=None,
+            help="instead of a section: the grid a compressible case runs on (a built-in "
+            "case name or a case file), exactly as the run builds it",
         )
         parser.add_argument("--cells", default="280x64", help="NIxNJ cells of level 0")
         parser.add_argument(
@@ -50,6 +61,9 @@ class Grid(Command):
             "--formatted", action="store_true", help="ASCII Plot3D instead of unformatted"
         )
         parser.add_argument("--su2", default=None, help="write an SU2 mesh here")
+        parser.add_argument(
+            "--cgns", default=None, help="write a CGNS file here (one structured zone)"
+        )
         parser.add_argument("--figure", default=None, help="write a PNG of the grid here")
         parser.add_argument("--json", action="store_true", help="print the quality as JSON")
 
@@ -85,6 +99,10 @@ class Grid(Command):
             from tachyflow.io.plot3d import write_su2
 
             print(f"wrote {write_su2(args.su2, grid)}")
+        if args.cgns:
+            from tachyflow.io.cgns import write_cgns
+
+            print(f"wrote {write_cgns(args.cgns, grid)}")
         if args.figure:
             print(f"wrote {_draw(grid, args.figure)}")
         return 0
@@ -105,8 +123,19 @@ def _cells(text: str) -> tuple[int, int]:
 
 
 def _generate(args, level: int, finest_level: int):
+    from pathlib import Path
+
+    from tachyflow.io.grid_files import GRID_FILE_SUFFIXES, read_grid_file
     from tachyflow.numerics import airfoil_grids
 
+    if args.case is not None:
+        if level != 0:
+            raise ValueError("a case's grid has level 0 only (--level 0)")
+        return _case_grid(args.case)
+    if Path(args.section).suffix.lower() in GRID_FILE_SUFFIXES:
+        if level != 0:
+            raise ValueError("a grid read from a file has level 0 only (--level 0)")
+        return read_grid_file(args.section)
     cells = _cells(args.cells)
     name = args.section.lower()
     if name == "flat-plate":
@@ -135,6 +164,20 @@ def _generate(args, level: int, finest_level: int):
         level=level,
         finest_level=finest_level,
     )
+
+
+def _case_grid(name: str):
+    from tachyflow import config
+    from tachyflow.solvers.compressible_grids import build_grid
+
+    case = config.load(name)
+    if case.case.solver != "compressible":
+        raise ValueError(
+            f"--case {name!r} runs the {case.case.solver!r} solver; a grid comes from a case "
+            "with solver = 'compressible'"
+        )
+    grid = build_grid(case.compressible)
+    return replace(grid, name=grid.name or case.compressible.grid)
 
 
 def _table(name: str, qualities: dict) -> str:

@@ -92,7 +92,13 @@ def read_plot3d(path) -> list[tuple[np.ndarray, np.ndarray]]:
         records = _records(raw, byteorder)
         if records:
             return _unformatted_blocks(records, byteorder, path)
-    return _formatted_blocks(raw.decode("ascii", errors="strict"), path)
+    try:
+        text = raw.decode("ascii", errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{path}: neither Fortran records nor ASCII text: not a 2D Plot3D grid file"
+        ) from None
+    return _formatted_blocks(text, path)
 
 
 def _check_block(x, y, number: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +170,10 @@ def _formatted_blocks(text: str, path):
         dims = [int(t) for t in tokens[start : start + 2 * count]]
     except (ValueError, IndexError):
         raise ValueError(f"{path}: not a 2D Plot3D grid (bad header)") from None
-    values = np.array(tokens[start + 2 * count :], dtype=np.float64)
+    try:
+        values = np.array(tokens[start + 2 * count :], dtype=np.float64)
+    except ValueError:
+        raise ValueError(f"{path}: not a 2D Plot3D grid (coordinates not numbers)") from None
     needed = sum(2 * dims[2 * b] * dims[2 * b + 1] for b in range(count))
     if len(dims) != 2 * count or len(values) != needed:
         raise ValueError(

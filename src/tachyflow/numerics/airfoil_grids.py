@@ -406,24 +406,6 @@ class StructuredGrid:
         """``(ni, nj)``."""
         return self.x.shape[0] - 1, self.x.shape[1] - 1
 
-    @classmethod
-    def from_c_grid_nodes(cls, x, y, name: str = "", tolerance: float = 1e-12) -> StructuredGrid:
-        """A C-grid from its node arrays (read from a Plot3D file, say), finding the wake
-        cut: the longest run of ``j = 0`` nodes ``(i, 0)`` and ``(ni - i, 0)``, from
-        ``i = 0``, that coincide to ``tolerance`` times the grid's extent."""
-        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        if x.ndim != 2 or x.shape != y.shape or min(x.shape) < 3:
-            raise ValueError(f"node arrays must be 2D, of one shape, >= 3 x 3, got {x.shape}")
-        ni = x.shape[0] - 1
-        extent = max(np.ptp(x), np.ptp(y))
-        gap = np.hypot(x[:, 0] - x[::-1, 0], y[:, 0] - y[::-1, 0]) > tolerance * extent
-        wake = int(np.argmax(gap)) - 1 if gap.any() else ni // 2
-        if not 0 < wake < ni / 2:
-            raise ValueError(
-                f"no wake cut: nodes (0, 0) and ({ni}, 0) do not coincide, this is not a C-grid"
-            )
-        return cls(np.ascontiguousarray(x), np.ascontiguousarray(y), wake, (wake, ni - wake), name)
-
     def coarsened(self, times: int = 1) -> StructuredGrid:
         """Every ``2**times``-th grid line: the next coarser level(s) of a nested family."""
         step = 2**times

@@ -114,3 +114,27 @@ def rae2822(section):
 def naca0012(section):
     """The NACA 0012 airfoil (sharp trailing edge) in a C-grid, as :func:`rae2822`."""
     return _c_grid(section, "0012")
+
+
+@register_grid("file")
+def grid_file(section):
+    """The grid in the Plot3D or CGNS file ``grid_file`` (format from the suffix; see
+    :func:`tachyflow.io.grid_files.read_grid_file`): a C-grid, its wake cut found where
+    ``j = 0`` folds back on itself, or an open H-grid, walled from ``x = 0`` unless the
+    CGNS file's wall conditions say otherwise. ``cells`` must be the file's.
+
+    Every rank reads the whole file, as every rank builds the built-in grids whole: the
+    grid is 2D (the 281 x 65 RAE 2822 C-grid is 18,265 nodes, 0.3 MB), a file holds no
+    per-rank pieces, and the wake cut and the wall need the whole ``j = 0`` line. Each
+    rank reads the same file, so a bad file fails on every rank alike.
+    """
+    from tachyflow.io.grid_files import read_grid_file
+
+    grid = read_grid_file(section.grid_file)
+    if grid.cells != tuple(section.cells):
+        ni, nj = grid.cells
+        raise ValueError(
+            f"{section.grid_file!r} holds a {ni} x {nj}-cell grid, but compressible.cells = "
+            f"{list(section.cells)}: set cells = [{ni}, {nj}]"
+        )
+    return grid
