@@ -71,11 +71,19 @@ $(VENV)/.installed-openmpi: | $(BIN)/python
 	    -y -qq --no-install-recommends openmpi-bin)
 	touch $@
 
+# Debian's CGNS tools: `cgnscheck` validates the CGNS grids tachyflow writes and
+# `plot3d_to_cgns` converts a grid independently of it (tests/unit/test_grid_files.py).
+$(VENV)/.installed-cgns: | $(BIN)/python
+	dpkg -s cgns-convert >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq --no-install-recommends cgns-convert)
+	touch $@
+
 demo: install
 	$(BIN)/tachyflow info
 	$(BIN)/tachyflow run channel -n $(RANKS) -o demo-results/channel
 
-test: install $(VENV)/.installed-browser $(VENV)/.installed-openmpi
+test: install $(VENV)/.installed-browser $(VENV)/.installed-openmpi $(VENV)/.installed-cgns
 	$(BIN)/python -m pytest
 
 # Checks too long for `make test` (and those needing peers such as PETSc).
