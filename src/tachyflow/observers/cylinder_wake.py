@@ -30,7 +30,7 @@ import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
-from tachyflow.observers import Observer, register
+from tachyflow.observers import Observer, ObserverState, register
 
 
 def upward_crossings(time: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -160,6 +160,14 @@ class CylinderWake(Observer):
         scale = 2.0 / (self.velocity**2 * self.diameter * self.span)
         force = np.asarray(solver.body_loads)[self.body]
         self._history.append((solver.time, scale * force[0], scale * force[1]))
+
+    def checkpoint_state(self, run) -> ObserverState:
+        """The coefficients so far (three numbers a step, equal on every rank): a restarted
+        run averages over the whole record, not only what follows the restart."""
+        return ObserverState(replicated={"history": np.array(self._history).reshape(-1, 3)})
+
+    def restore_state(self, run, state: ObserverState) -> None:
+        self._history = [tuple(map(float, row)) for row in state.replicated["history"]]
 
     def _centreline(self, solver) -> tuple[np.ndarray, np.ndarray] | None:
         """x of the u faces and u on the wake's centreline, on rank 0 (collective)."""
