@@ -121,6 +121,13 @@ def structured(config) -> bool:
     return solver_class(config.case.solver).structured
 
 
+def restartable(config) -> bool:
+    """True when the case's solver writes checkpoints and restarts from them."""
+    from tachyflow.solvers.base import restartable, solver_class
+
+    return restartable(solver_class(config.case.solver))
+
+
 def require_structured(config, section: str) -> None:
     """Refuse ``section`` of a case whose solver has no structured grid."""
     if not structured(config):
