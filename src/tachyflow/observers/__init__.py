@@ -36,6 +36,7 @@ BUILTIN = (
     "tachyflow.observers.checkpoints",
     "tachyflow.observers.images",
     "tachyflow.observers.fields",
+    "tachyflow.observers.block_fields",
     "tachyflow.observers.visualisation",
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
