@@ -37,6 +37,7 @@ BUILTIN = (
     "tachyflow.observers.images",
     "tachyflow.observers.fields",
     "tachyflow.observers.block_fields",
+    "tachyflow.observers.block_images",
     "tachyflow.observers.visualisation",
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
