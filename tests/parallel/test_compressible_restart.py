@@ -26,7 +26,7 @@ NACA = {
 def naca_case(steps: int, **values):
     case = config.load("naca0012").replace("compressible", **{**NACA, **values})
     return case.replace("time", steps=steps).replace(
-        "output", statistics_every=1, checkpoint_every=3, fields_every=0
+        "output", statistics_every=1, checkpoint_every=3, fields_every=2
     )
 
 
@@ -78,6 +78,8 @@ def test_dp_sgs_restart_continues_bitwise(tmp_path_factory):
         ]
         assert [row["iteration"] for row in tables[1]] == [str(k) for k in range(1, 9)]
         assert tables[0] == tables[1]  # residuals relative to the same first iterations
+        collection = (folder / "stopped" / "fields.pvd").read_text()
+        assert collection.count("<DataSet") == 4 and "step_00000008.pvts" in collection
 
 
 @pytest.mark.parallel([3])
