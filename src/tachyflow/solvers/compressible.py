@@ -16,6 +16,13 @@ when inviscid), a symmetry plane elsewhere unless it is the wake cut; the outer 
 a characteristic far field (the free stream, or with ``vortex_correction`` the free stream
 plus the point vortex of the current lift); the ``i`` ends are outflows (the free-stream
 pressure where the flow leaves, the characteristic far field where it enters).
+
+Outputs besides the loads (:mod:`tachyflow.observers.aerodynamics`): checkpoints of the
+owned cells in the global ``(ni, nj)`` layout (:meth:`CompressibleSolver.checkpoint_state`,
+read back on any rank count), and each block's nodes and node values
+(:meth:`CompressibleSolver.node_coordinates`, :meth:`CompressibleSolver.node_field`) for
+the fields and pictures of :mod:`tachyflow.observers.block_fields` and
+:mod:`tachyflow.observers.block_images`.
 """
 
 from __future__ import annotations
@@ -88,7 +95,10 @@ class CompressibleSolver(Solver):
     :meth:`node_field`, :meth:`node_coordinates` and :meth:`piece_layout` are local.
     """
 
-    structured = False  # no pencil grid: the pencil solvers' images and field series
+    # No pencil grid: the pencil solvers' images, field series and in situ pipelines do not
+    # apply; node_coordinates() and node_field() serve the block-fields and block-images
+    # observers instead.
+    structured = False
     statistics_columns = (
         "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
         *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,
@@ -399,16 +409,15 @@ class CompressibleSolver(Solver):
         iteration and the residual norms, the first iterations' included (what the
         relative residual and :meth:`finished` measure against). The CFL ramp follows
         from the step."""
-        owned = self.metrics.owned
-        pieces = {name: np.ascontiguousarray(self.U[k][owned])
-                  for k, name in enumerate(EQUATIONS[: self.nvar])}  # fmt: skip
+        owned, names = self.metrics.owned, EQUATIONS[: self.nvar]
+        pieces = {name: np.ascontiguousarray(self.U[k][owned]) for k, name in enumerate(names)}
         first = np.full(self.nvar, np.nan) if self.first_norms is None else self.first_norms
         scalars = {
             **self.coefficients,
             "ghost_lift": self.ghost_lift,
             "pseudo_cfl": self.pseudo_cfl,
-            **{f"norm_{name}": v for name, v in zip(EQUATIONS, self.norms, strict=False)},
-            **{f"first_norm_{name}": v for name, v in zip(EQUATIONS, first, strict=False)},
+            **{f"norm_{name}": v for name, v in zip(names, self.norms, strict=True)},
+            **{f"first_norm_{name}": v for name, v in zip(names, first, strict=True)},
         }
         return pieces, scalars
 
@@ -425,13 +434,13 @@ class CompressibleSolver(Solver):
         owned = self.metrics.owned
         for k, name in enumerate(names):
             self.U[k][owned] = pieces[name]
-        self.coefficients = {name: float(scalars.get(name, 0.0)) for name in COEFFICIENTS}
+        self.coefficients = {name: float(scalars[name]) for name in COEFFICIENTS}
         self.steps, self.time = int(scalars["step"]), float(scalars["time"])
-        self.pseudo_cfl = float(scalars.get("pseudo_cfl", 0.0))
-        self.norms = np.array([float(scalars.get(f"norm_{n}", np.nan)) for n in names])
-        first = np.array([float(scalars.get(f"first_norm_{n}", np.nan)) for n in names])
+        self.pseudo_cfl = float(scalars["pseudo_cfl"])
+        self.norms = np.array([float(scalars[f"norm_{n}"]) for n in names])
+        first = np.array([float(scalars[f"first_norm_{n}"]) for n in names])
         self.first_norms = None if np.isnan(first).all() else first
-        self.fill_ghosts(self.U, lift=float(scalars.get("ghost_lift", 0.0)))
+        self.fill_ghosts(self.U, lift=float(scalars["ghost_lift"]))
 
     def statistics(self) -> dict:
         """Residuals relative to the first iteration (every equation) and the force
