@@ -32,7 +32,7 @@ from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small
-from tachyflow.solvers.base import solver_class
+from tachyflow.solvers.base import restartable, solver_class
 
 
 class Simulation:
@@ -114,7 +114,7 @@ class Simulation:
     def _restore(self, restart) -> None:
         """Continue from the checkpoint ``restart`` or, for ``"latest"``, the newest one in
         the output folder that reads whole (collective)."""
-        if not self.solver.structured:
+        if not restartable(type(self.solver)):
             raise ConfigError(
                 f"--restart: solver {self.config.case.solver!r} writes no checkpoints"
             )

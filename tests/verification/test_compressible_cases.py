@@ -45,3 +45,9 @@ def test_case_runs_a_few_iterations_with_its_conditions(tmp_path, case, conditio
         faces = list(csv.DictReader(table))
     wall_faces = 200 if case == "rae2822-case6" else 112  # 280 - 2 x 40; 136 - 24
     assert len(faces) == wall_faces
+    # The outputs the case turns on, written after the last iteration too.
+    assert (tmp_path / "checkpoints" / f"step_{steps:08d}.ckpt").is_file()
+    assert f"fields_vtk/step_{steps:08d}.pvts" in (tmp_path / "fields.pvd").read_text()
+    pictures = sorted(p.name for p in tmp_path.glob("images/*.png"))
+    airfoil = case.startswith("rae2822")
+    assert pictures == ([f"mach_{steps:08d}.png", f"p_{steps:08d}.png"] if airfoil else [])

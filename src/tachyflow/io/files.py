@@ -35,29 +35,34 @@ def replacing(path: str | os.PathLike):
 class AppendedTable:
     """A CSV file that grows a row at a time (never rewritten, flushed per row, so the cost
     of a row does not grow with the run); after a restart at ``first_step`` the rows up to
-    it are kept and the run appends after them. ``last_step``: the step of the last row.
+    it are kept and the run appends after them. ``last_step``: the step of the last row;
+    ``step_column``: the column that holds the step.
     """
 
-    def __init__(self, path, columns, restarted: bool = False, first_step: int = 0):
+    def __init__(self, path, columns, restarted: bool = False, first_step: int = 0,
+                 step_column: str = "step"):  # fmt: skip
         import csv
 
         path = Path(path)
         kept = []
         if restarted and path.is_file():
             with path.open(newline="") as existing:
-                kept = [row for row in csv.DictReader(existing) if int(row["step"]) <= first_step]
+                kept = [
+                    row for row in csv.DictReader(existing) if int(row[step_column]) <= first_step
+                ]
         self._file = path.open("w", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=list(columns), extrasaction="ignore")
         self._writer.writeheader()
         self._writer.writerows(kept)
         self._file.flush()
-        self.last_step = int(kept[-1]["step"]) if kept else None
+        self.step_column = step_column
+        self.last_step = int(kept[-1][step_column]) if kept else None
 
     def append(self, row: dict) -> None:
-        """Write one row (a dict with ``step`` and the columns) and flush it."""
+        """Write one row (a dict with the step column and the others) and flush it."""
         self._writer.writerow(row)
         self._file.flush()
-        self.last_step = int(row["step"])
+        self.last_step = int(row[self.step_column])
 
     def close(self) -> None:
         """Close the file."""

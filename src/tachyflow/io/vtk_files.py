@@ -8,6 +8,10 @@ and ``fields.pvd`` (the steps with their simulated times). No rank holds more th
 piece. Pieces are written to a temporary name and renamed; the ``.pvtr`` only after every
 piece is whole, the collection last, so a reader never meets a step that is listed but
 half-written.
+
+A 2D curvilinear grid of blocks (the compressible solver's C-grids) is written the same
+way by :class:`CurvilinearFieldWriter`: StructuredGrid pieces (``.vts``, the block's node
+coordinates as points, z = 0) and a ``.pvts`` per step.
 """
 
 from __future__ import annotations
@@ -79,35 +83,37 @@ def _cartesian_velocity(pieces, layout, spacing_theta: float) -> np.ndarray:
 
 
 def _extent(layout) -> str:
-    return " ".join(f"{s} {s + n}" for s, n in zip(layout.start, layout.shape, strict=True))
+    """VTK's extent of a piece's cells: three (first, last) node pairs, a 2D piece flat."""
+    pairs = [f"{s} {s + n}" for s, n in zip(layout.start, layout.shape, strict=True)]
+    return " ".join(pairs + ["0 0"] * (3 - len(pairs)))
 
 
-class VTKFieldWriter:
-    """Writes every rank's piece of each field step and keeps ``fields.pvd`` up to date.
+def _whole_extent(global_shape) -> str:
+    pairs = [f"0 {n}" for n in global_shape]
+    return " ".join(pairs + ["0 0"] * (3 - len(pairs)))
+
+
+class _PieceSeries:
+    """A series of field steps, each rank writing its own piece of every step, rank 0 the
+    step's parallel file and ``fields.pvd`` (see :class:`VTKFieldWriter`).
 
     Parameters
     ----------
-    comm : mpi4py.MPI.Intracomm
-        The ranks holding the pieces; :meth:`write` is collective over it.
-    folder : path
-        The run's output folder; files go to ``folder/fields_vtk`` and ``folder/fields.pvd``.
-    grid : StaggeredGrid or CylindricalGrid
-        Geometry of the cells (a cylindrical grid is written in Cartesian points).
-    layout : tachyflow.io.checkpoint.PieceLayout
-        Where this rank's piece lies in the global grid.
-    keep_until : int, optional
-        Keep the steps up to this one that an earlier run listed in ``fields.pvd`` (a
-        restarted run: the checkpoint's step; later ones were written after it, by the run
-        that did not finish, and are dropped).
+    comm, folder, layout, keep_until
+        As :class:`VTKFieldWriter`.
+    dataset
+        This rank's empty VTK dataset (geometry only) in global extents.
+    suffix, parallel_type : str
+        The pieces' suffix (``.vtr``, ``.vts``) and the parallel file's type.
     """
 
-    def __init__(self, comm, folder, grid, layout, keep_until: int | None = None):
+    def __init__(self, comm, folder, layout, keep_until, dataset, suffix, parallel_type):
         self.comm = comm
         self.folder = Path(folder)
-        self.grid = grid
         self.layout = layout
         self._layouts = gather_small(comm, layout)
-        self._dataset, self._suffix, self._parallel_type = _piece_dataset(grid, layout)
+        self._dataset, self._suffix, self._parallel_type = dataset, suffix, parallel_type
+        self._global_shape = tuple(layout.global_shape)
         self._entries: list[tuple[float, str]] = []
         collection = self.folder / "fields.pvd"
         if keep_until is not None and comm.Get_rank() == 0 and collection.exists():
@@ -116,6 +122,14 @@ class VTKFieldWriter:
                 for time, name in _read_collection(collection)
                 if _step_of(name) <= keep_until
             ]
+
+    def _vector_names(self, names: list[str]) -> list[str]:
+        """The vector cell arrays written beside the fields ``names`` (equal on every rank)."""
+        return []
+
+    def _vectors(self, pieces) -> dict[str, np.ndarray]:
+        """Those vector arrays of this rank's ``pieces``, as VTK's (cells, 3) arrays."""
+        return {}
 
     def write(self, step: int, time: float, pieces: dict[str, np.ndarray]) -> Path:
         """Write this rank's cell-centred ``pieces`` of one step (collective)."""
@@ -132,17 +146,15 @@ class VTKFieldWriter:
                 flats = []  # VTK borrows them (no copy) until the piece is written
                 for name, values in pieces.items():
                     # VTK's x runs fastest: (nx, ny, nz) in C order is (nz, ny, nx) transposed.
-                    flat = np.ascontiguousarray(np.asarray(values, np.float64).transpose(2, 1, 0))
+                    flat = np.ascontiguousarray(np.asarray(values, np.float64).T)
                     flats.append(flat)
                     array = numpy_to_vtk(flat.ravel())
                     array.SetName(name)
                     cells.AddArray(array)
-                if self._suffix == ".vts" and {"u", "v", "w"} <= set(pieces):
-                    # The velocity as a Cartesian vector, for glyphs and streamlines.
-                    vector = _cartesian_velocity(pieces, self.layout, self.grid.spacing_z)
+                for name, vector in self._vectors(pieces).items():
                     flats.append(vector)
                     array = numpy_to_vtk(vector)
-                    array.SetName("velocity")
+                    array.SetName(name)
                     cells.AddArray(array)
                 writer = (
                     vtkXMLStructuredGridWriter()
@@ -157,18 +169,19 @@ class VTKFieldWriter:
                     if writer.Write() != 1:
                         raise OSError(f"VTK could not write {self.folder / piece_name}")
         path = self.folder / f"{stem}.p{self._suffix[1:]}"
-        agreement.on_root(self.comm, lambda: self._write_step(path, step, time, list(pieces)))
+        vectors = self._vector_names(list(pieces))
+        agreement.on_root(
+            self.comm, lambda: self._write_step(path, step, time, list(pieces), vectors)
+        )
         return path
 
-    def _write_step(self, path: Path, step: int, time: float, names: list[str]) -> None:
+    def _write_step(self, path: Path, step: int, time: float, names, vectors) -> None:
         """The step's parallel file (``.pvtr`` or ``.pvts``) and the collection (rank 0)."""
-        if self._suffix == ".vts" and {"u", "v", "w"} <= set(names):
-            names = [*names, "velocity"]
         arrays = "".join(
             f'      <PDataArray type="Float64" Name="{name}"'
-            + (' NumberOfComponents="3"' if name == "velocity" else "")
+            + (' NumberOfComponents="3"' if name in vectors else "")
             + "/>\n"
-            for name in names
+            for name in [*names, *vectors]
         )
         if self._suffix == ".vts":
             geometry = (
@@ -186,7 +199,7 @@ class VTKFieldWriter:
             for rank, layout in enumerate(self._layouts)
             if layout.size
         )
-        whole = " ".join(f"0 {n}" for n in self.grid.shape)
+        whole = _whole_extent(self._global_shape)
         kind = self._parallel_type
         text = (
             f'<?xml version="1.0"?>\n<VTKFile type="{kind}" version="0.1" '
@@ -213,6 +226,84 @@ class VTKFieldWriter:
         )
         with replacing(self.folder / "fields.pvd") as temporary:
             temporary.write_text(text)
+
+
+class VTKFieldWriter(_PieceSeries):
+    """Writes every rank's piece of each field step and keeps ``fields.pvd`` up to date.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The ranks holding the pieces; :meth:`write` is collective over it.
+    folder : path
+        The run's output folder; files go to ``folder/fields_vtk`` and ``folder/fields.pvd``.
+    grid : StaggeredGrid or CylindricalGrid
+        Geometry of the cells (a cylindrical grid is written in Cartesian points).
+    layout : tachyflow.io.checkpoint.PieceLayout
+        Where this rank's piece lies in the global grid.
+    keep_until : int, optional
+        Keep the steps up to this one that an earlier run listed in ``fields.pvd`` (a
+        restarted run: the checkpoint's step; later ones were written after it, by the run
+        that did not finish, and are dropped).
+    """
+
+    def __init__(self, comm, folder, grid, layout, keep_until: int | None = None):
+        self.grid = grid
+        super().__init__(comm, folder, layout, keep_until, *_piece_dataset(grid, layout))
+
+    def _vector_names(self, names):
+        # On a cylindrical grid, the velocity as a Cartesian vector, for glyphs and streamlines.
+        return ["velocity"] if self._suffix == ".vts" and {"u", "v", "w"} <= set(names) else []
+
+    def _vectors(self, pieces):
+        if not self._vector_names(list(pieces)):
+            return {}
+        return {"velocity": _cartesian_velocity(pieces, self.layout, self.grid.spacing_z)}
+
+
+class CurvilinearFieldWriter(_PieceSeries):
+    """:class:`VTKFieldWriter` for the blocks of a 2D curvilinear grid: each rank writes its
+    block as a StructuredGrid piece (``.vts``: its nodes, z = 0, and its cells' fields),
+    rank 0 the step's ``.pvts`` and ``fields.pvd``. With fields ``u`` and ``v`` the
+    velocity ``(u, v, 0)`` is written too, as a vector.
+
+    Parameters
+    ----------
+    comm, folder, layout, keep_until
+        As :class:`VTKFieldWriter`; ``layout`` places this block's cells in the
+        ``(ni, nj)`` grid.
+    x, y : ndarray, shape (ni_loc + 1, nj_loc + 1)
+        This block's node coordinates.
+    """
+
+    def __init__(self, comm, folder, x, y, layout, keep_until: int | None = None):
+        from vtkmodules.util.numpy_support import numpy_to_vtk
+        from vtkmodules.vtkCommonCore import vtkPoints
+        from vtkmodules.vtkCommonDataModel import vtkStructuredGrid
+
+        nodes = tuple(n + 1 for n in layout.shape)
+        if len(layout.shape) != 2 or np.shape(x) != nodes or np.shape(y) != nodes:
+            raise ValueError(
+                f"x and y must be the {nodes} nodes of a 2D block of {tuple(layout.shape)} "
+                f"cells, got {np.shape(x)} and {np.shape(y)}"
+            )
+        dataset = vtkStructuredGrid()
+        dataset.SetExtent(*(int(n) for n in _extent(layout).split()))
+        x, y = (np.asarray(c, np.float64).T.ravel() for c in (x, y))  # i runs fastest
+        points = np.stack([x, y, np.zeros_like(x)], axis=1)
+        vtk_points = vtkPoints()
+        vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(points), deep=True))
+        dataset.SetPoints(vtk_points)
+        super().__init__(comm, folder, layout, keep_until, dataset, ".vts", "PStructuredGrid")
+
+    def _vector_names(self, names):
+        return ["velocity"] if {"u", "v"} <= set(names) else []
+
+    def _vectors(self, pieces):
+        if not self._vector_names(list(pieces)):
+            return {}
+        u, v = (np.asarray(pieces[name], np.float64).T.ravel() for name in "uv")
+        return {"velocity": np.ascontiguousarray(np.stack([u, v, np.zeros_like(u)], axis=1))}
 
 
 def _step_of(name: str) -> int:

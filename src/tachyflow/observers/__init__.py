@@ -36,6 +36,8 @@ BUILTIN = (
     "tachyflow.observers.checkpoints",
     "tachyflow.observers.images",
     "tachyflow.observers.fields",
+    "tachyflow.observers.block_fields",
+    "tachyflow.observers.block_images",
     "tachyflow.observers.visualisation",
     "tachyflow.observers.acoustics",
     "tachyflow.observers.mesh_solution",
@@ -119,6 +121,13 @@ def structured(config) -> bool:
     from tachyflow.solvers.base import solver_class
 
     return solver_class(config.case.solver).structured
+
+
+def restartable(config) -> bool:
+    """True when the case's solver writes checkpoints and restarts from them."""
+    from tachyflow.solvers.base import restartable, solver_class
+
+    return restartable(solver_class(config.case.solver))
 
 
 def require_structured(config, section: str) -> None:

@@ -51,7 +51,11 @@ class Aerodynamics(Observer):
     def start(self, run) -> None:
         if run.root:
             self._table = AppendedTable(
-                run.output / "convergence.csv", self.columns, run.restarted, run.first_step
+                run.output / "convergence.csv",
+                self.columns,
+                run.restarted,
+                run.first_step,
+                step_column="iteration",
             )
 
     def observe(self, run) -> None:

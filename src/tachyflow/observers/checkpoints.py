@@ -23,7 +23,7 @@ class Checkpoints(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        if not observers.structured(config):
+        if not observers.restartable(config):
             return None
         return cls(config.output.checkpoint_every, config.output.checkpoints_kept)
 

@@ -135,6 +135,13 @@ class Solver:
         """Release communicators and plans."""
 
 
+def restartable(cls: type[Solver]) -> bool:
+    """True when solver class ``cls`` writes checkpoints and restarts from them (it
+    implements :meth:`Solver.checkpoint_state`, and with it ``piece_layout`` and
+    ``restore_state``)."""
+    return cls.checkpoint_state is not Solver.checkpoint_state
+
+
 _SOLVERS = Registry("solver", Solver)
 
 

@@ -16,6 +16,13 @@ when inviscid), a symmetry plane elsewhere unless it is the wake cut; the outer 
 a characteristic far field (the free stream, or with ``vortex_correction`` the free stream
 plus the point vortex of the current lift); the ``i`` ends are outflows (the free-stream
 pressure where the flow leaves, the characteristic far field where it enters).
+
+Outputs besides the loads (:mod:`tachyflow.observers.aerodynamics`): checkpoints of the
+owned cells in the global ``(ni, nj)`` layout (:meth:`CompressibleSolver.checkpoint_state`,
+read back on any rank count), and each block's nodes and node values
+(:meth:`CompressibleSolver.node_coordinates`, :meth:`CompressibleSolver.node_field`) for
+the fields and pictures of :mod:`tachyflow.observers.block_fields` and
+:mod:`tachyflow.observers.block_images`.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow.errors import ConfigError
+from tachyflow.io.checkpoint import PieceLayout
 from tachyflow.numerics.compressible import boundaries
 from tachyflow.numerics.compressible.gas import FreeStream, conservative
 from tachyflow.numerics.compressible.metrics import BlockMetrics, wall_distance
@@ -39,6 +47,8 @@ EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
 # round-off, when the free stream the run starts from already satisfies an equation (the
 # continuity equation next to a flat plate).
 REFERENCE_ITERATIONS = 5
+# Where each primitive field is in the solver's primitive variables Q.
+PRIMITIVES = {"rho": 0, "u": 1, "v": 2, "p": 3, "nu_tilde": 4}
 COEFFICIENTS = ("CL", "CD", "CM", "CL_p", "CL_f", "CD_p", "CD_f", "CM_p", "CM_f")
 # What phase_seconds() reports: the residual (fluxes, viscous terms, source), the implicit
 # relaxation (spectral radii, local time steps, the SGS sweeps and the update), the ghost
@@ -80,10 +90,15 @@ class CompressibleSolver(Solver):
     Notes
     -----
     Construction, :meth:`step`, :meth:`statistics`, :meth:`stable_time_step`,
-    :meth:`cfl_number`, :meth:`wall_surface` and :meth:`aerodynamic_summary` are collective.
+    :meth:`cfl_number`, :meth:`wall_surface`, :meth:`aerodynamic_summary`,
+    :meth:`checkpoint_state` and :meth:`restore_state` are collective; :meth:`cell_field`,
+    :meth:`node_field`, :meth:`node_coordinates` and :meth:`piece_layout` are local.
     """
 
-    structured = False  # no pencil grid: images, field series and checkpoints do not apply
+    # No pencil grid: the pencil solvers' images, field series and in situ pipelines do not
+    # apply; node_coordinates() and node_field() serve the block-fields and block-images
+    # observers instead.
+    structured = False
     statistics_columns = (
         "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
         *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,
@@ -139,6 +154,7 @@ class CompressibleSolver(Solver):
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
                               * np.ones(metrics.area.shape))  # fmt: skip
         self.coefficients = dict.fromkeys(COEFFICIENTS, 0.0)
+        self.ghost_lift = 0.0  # the lift of the point vortex in the ghosts (see fill_ghosts)
         self.fill_ghosts(self.U)
         self.first_norms = None
         self.norms = np.full(self.nvar, np.nan)
@@ -226,20 +242,23 @@ class CompressibleSolver(Solver):
 
     # -- boundary conditions and exchange ----------------------------------------------------
 
-    def fill_ghosts(self, U: np.ndarray) -> None:
+    def fill_ghosts(self, U: np.ndarray, lift: float | None = None) -> None:
         """The block exchange, then the boundary conditions of the physical sides, j sides
-        first (collective)."""
+        first (collective). With ``vortex_correction`` the far field holds the point vortex
+        of ``lift`` (default: the current CL), kept as :attr:`ghost_lift`: the ghosts a
+        step leaves depend on it, and a restart must fill them alike."""
         self._exchange(U)
         viscous = self.discretisation.viscous
-        vortex = self.section.vortex_correction and self.coefficients["CL"] != 0.0
+        lift = self.coefficients["CL"] if lift is None else lift
+        self.ghost_lift = lift if self.section.vortex_correction else 0.0
         with self.clock("boundaries"):
-            self._apply_conditions(U, viscous, vortex)
+            self._apply_conditions(U, viscous, self.ghost_lift)
 
     def _exchange(self, array: np.ndarray) -> None:
         with self.clock("exchange"):
             self.blocks.exchange(array)
 
-    def _apply_conditions(self, U, viscous: bool, vortex: bool) -> None:
+    def _apply_conditions(self, U, viscous: bool, lift: float) -> None:
         m, fs, g = self.metrics, self.free_stream, 2
         for side, kind, _, _, start, stop in self.segments:
             if kind == "wall" and viscous:
@@ -247,10 +266,9 @@ class CompressibleSolver(Solver):
             elif kind in ("wall", "symmetry"):
                 boundaries.slip_wall(U, m, side, start, stop)
             else:  # far field and the i ends
-                if vortex:
+                if lift != 0.0:
                     x, y = self._far_field[(side, start)]
-                    state = boundaries.point_vortex_state(fs, x, y, self.coefficients["CL"],
-                                                          nvar=self.nvar)  # fmt: skip
+                    state = boundaries.point_vortex_state(fs, x, y, lift, nvar=self.nvar)
                 else:
                     state = fs.primitive(self.nvar)
                 condition = boundaries.outflow if kind == "outflow" else boundaries.far_field
@@ -343,17 +361,86 @@ class CompressibleSolver(Solver):
         ``pseudo_cfl``, is local and unbounded)."""
         return 0.0 if self.steady else dt / self._unit_cfl_step()
 
-    def cell_field(self, name: str) -> np.ndarray:
-        Q = self.discretisation.primitives(self.U)[(slice(None), *self.metrics.owned)]
-        gamma = self.free_stream.gamma
-        values = {
-            "rho": lambda: Q[0], "u": lambda: Q[1], "v": lambda: Q[2], "p": lambda: Q[3],
-            "mach": lambda: np.hypot(Q[1], Q[2]) / np.sqrt(gamma * Q[3] / Q[0]),
-            "nu_tilde": lambda: Q[4],
-        }  # fmt: skip
+    def _derived(self, Q: np.ndarray, name: str) -> np.ndarray:
+        """Field ``name`` of :attr:`fields` from primitive variables ``Q`` (any shape)."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
-        return np.array(values[name]())
+        if name == "mach":
+            return np.hypot(Q[1], Q[2]) / np.sqrt(self.free_stream.gamma * Q[3] / Q[0])
+        return np.array(Q[PRIMITIVES[name]])
+
+    def cell_field(self, name: str) -> np.ndarray:
+        """This block's ``name`` (one of :attr:`fields`) at its cell centres, shape
+        ``(ni_loc, nj_loc)``."""
+        Q = self.discretisation.primitives(self.U)
+        return self._derived(Q[(slice(None), *self.metrics.owned)], name)
+
+    def node_field(self, name: str) -> np.ndarray:
+        """This block's ``name`` at its nodes, shape ``(ni_loc + 1, nj_loc + 1)``: the
+        primitive variables averaged over the four cells round each node (ghosts
+        included: across block edges and the wake cut the neighbours' cells, at walls the
+        mirrored states, so the velocity at a no-slip wall is zero), then ``name`` of
+        them. For pictures; the state is unchanged."""
+        Q = self.discretisation.primitives(self.U)
+        g = self.metrics.ghosts
+        ni, nj = self.blocks.block_shape
+        corners = [Q[:, g - 1 + a : g + ni + a, g - 1 + b : g + nj + b] for a in (0, 1)
+                   for b in (0, 1)]  # fmt: skip
+        return self._derived(0.25 * (corners[0] + corners[1] + corners[2] + corners[3]), name)
+
+    def node_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
+        """This block's node coordinates ``x, y``, shape ``(ni_loc + 1, nj_loc + 1)``."""
+        g = self.metrics.ghosts
+        ni, nj = self.blocks.block_shape
+        return tuple(
+            np.array(c[g : g + ni + 1, g : g + nj + 1]) for c in (self.metrics.x, self.metrics.y)
+        )
+
+    def piece_layout(self) -> PieceLayout:
+        """This block's cells in the ``(ni, nj)`` grid."""
+        blocks = self.blocks
+        return PieceLayout((blocks.ni, blocks.nj), (blocks.i_range.start, blocks.j_range.start),
+                           blocks.block_shape)  # fmt: skip
+
+    def checkpoint_state(self):
+        """This block's conserved variables (``rho`` ... ``rho_nt``, owned cells) and the
+        scalars the next iterations read: the force coefficients (the far field's point
+        vortex, the statistics), the lift in the ghosts, the pseudo-time CFL of the last
+        iteration and the residual norms, the first iterations' included (what the
+        relative residual and :meth:`finished` measure against). The CFL ramp follows
+        from the step."""
+        owned, names = self.metrics.owned, EQUATIONS[: self.nvar]
+        pieces = {name: np.ascontiguousarray(self.U[k][owned]) for k, name in enumerate(names)}
+        first = np.full(self.nvar, np.nan) if self.first_norms is None else self.first_norms
+        scalars = {
+            **self.coefficients,
+            "ghost_lift": self.ghost_lift,
+            "pseudo_cfl": self.pseudo_cfl,
+            **{f"norm_{name}": v for name, v in zip(names, self.norms, strict=True)},
+            **{f"first_norm_{name}": v for name, v in zip(names, first, strict=True)},
+        }
+        return pieces, scalars
+
+    def restore_state(self, pieces, scalars) -> None:
+        """Continue from this block's pieces of a checkpoint, on any number of ranks
+        (collective): the ghosts are filled as the step that wrote it left them, so the
+        iterations go on as if never interrupted (bitwise, on the same block layout)."""
+        names = EQUATIONS[: self.nvar]
+        if set(pieces) != set(names):
+            raise ConfigError(
+                f"the checkpoint holds {sorted(pieces)}, the {self.nvar} variables of this "
+                f"case (turbulence = {self.section.turbulence!r}) are {list(names)}"
+            )
+        owned = self.metrics.owned
+        for k, name in enumerate(names):
+            self.U[k][owned] = pieces[name]
+        self.coefficients = {name: float(scalars[name]) for name in COEFFICIENTS}
+        self.steps, self.time = int(scalars["step"]), float(scalars["time"])
+        self.pseudo_cfl = float(scalars["pseudo_cfl"])
+        self.norms = np.array([float(scalars[f"norm_{n}"]) for n in names])
+        first = np.array([float(scalars[f"first_norm_{n}"]) for n in names])
+        self.first_norms = None if np.isnan(first).all() else first
+        self.fill_ghosts(self.U, lift=float(scalars["ghost_lift"]))
 
     def statistics(self) -> dict:
         """Residuals relative to the first iteration (every equation) and the force
