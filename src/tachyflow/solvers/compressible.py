@@ -488,7 +488,8 @@ class CompressibleSolver(Solver):
             "density_residual": self.density_residual,
             "target_residual": s.target_residual,
             "conditions": {
-                "grid": s.grid, "cells": list(s.cells), "mach": s.mach, "alpha": s.alpha,
+                "grid": s.grid, "grid_file": s.grid_file, "cells": list(s.cells),
+                "mach": s.mach, "alpha": s.alpha,
                 "reynolds": s.reynolds, "temperature": s.temperature, "scheme": s.scheme,
                 "limiter": s.limiter, "turbulence": s.turbulence,
                 "time_stepping": s.time_stepping,
