@@ -1,6 +1,7 @@
 """The cylindrical solver's built-in cases run as every case does, and restart on another
 rank count."""
 
+import csv
 import json
 
 import numpy as np
@@ -22,6 +23,11 @@ def test_a_cylindrical_case_runs_and_writes_its_statistics(tmp_path, case):
     assert rows[-1].split(",")[0] == "4"
     timings = json.loads((output / "timings.json").read_text())
     assert timings["final_statistics"]["max_divergence"] < 1e-10
+    if case == "sphere":  # axisymmetric: the drag only; the transverse loads cancel
+        with (output / "forces.csv").open(newline="") as table:
+            loads = list(csv.DictReader(table))[-1]
+        assert float(loads["sphere_Fx"]) > 0
+        assert all(float(loads[f"sphere_{k}"]) == 0 for k in ("Fy", "Fz", "My", "Mz"))
 
 
 def test_a_pipe_written_on_two_ranks_continues_on_three(tmp_path):

@@ -253,6 +253,15 @@ class CylindricalSolver(PencilSolver):
         volume = steps[0] * radial * steps[2]
         return immersed.ComponentPoints(points, steps, direction, scale, volume)
 
+    def step(self, dt: float) -> None:
+        """Advance one time step (collective). On an axisymmetric grid (one cell in θ, the
+        whole revolution) a body's radial forcing acts all round the axis: its transverse
+        force and the moments about the transverse axes cancel, and are set to zero rather
+        than read from the one θ cell's direction."""
+        super().step(dt)
+        if self.grid.shape[2] == 1 and len(self.body_loads):
+            self.body_loads[:, [1, 2, 4, 5]] = 0.0  # Fy, Fz, My, Mz
+
     # -- boundaries --------------------------------------------------------------------------
 
     def _apply_boundaries(self) -> None:
