@@ -47,9 +47,10 @@ export TACHYFLOW_PEER_SOURCES TACHYFLOW_PEERS_BUILD
 
 # Their compilers: Debian's MPICH (ABI-compatible with the mpich wheel), gfortran, CMake.
 $(VENV)/.installed-peer-tools: | $(BIN)/python
-	dpkg -s gfortran mpich libmpich-dev libfftw3-dev cmake git >/dev/null 2>&1 || \
+	dpkg -s gfortran mpich libmpich-dev libfftw3-dev cmake git meson ninja-build g++ >/dev/null 2>&1 || \
 	  ($(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install \
-	    -y -qq --no-install-recommends gfortran mpich libmpich-dev libfftw3-dev cmake git)
+	    -y -qq --no-install-recommends gfortran mpich libmpich-dev libfftw3-dev cmake git \
+	    meson ninja-build g++)
 	touch $@
 
 install-bench: $(VENV)/.installed-bench $(VENV)/.installed-peer-tools

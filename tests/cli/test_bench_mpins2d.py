@@ -42,8 +42,14 @@ def test_su2_is_found_by_variable_and_configured_like_the_case(tmp_path):
     binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
     assert find_su2({"TACHYFLOW_SU2": str(binary.parent)}) == (binary, "")
     assert find_su2({"SU2_HOME": str(tmp_path), "PATH": ""}) == (binary, "")
-    missing, why = find_su2({"PATH": ""})
-    assert missing is None and "SU2_CFD" in why
+    built = tmp_path / "peers" / "SU2" / "install" / "bin" / "SU2_CFD"  # make install-bench's
+    built.parent.mkdir(parents=True)
+    built.write_bytes(binary.read_bytes())
+    built.chmod(binary.stat().st_mode)
+    peers = {"TACHYFLOW_PEERS_BUILD": str(tmp_path / "peers"), "PATH": ""}
+    assert find_su2(peers) == (built, "")
+    missing, why = find_su2({"TACHYFLOW_PEERS_BUILD": str(tmp_path / "none"), "PATH": ""})
+    assert missing is None and "SU2_CFD" in why and "make install-bench" in why
     text = su2_config(load("rae2822").compressible, "mesh.su2", 1e-7, 500)
     settings = dict(line.split("= ", 1) for line in text.splitlines())
     assert settings["MACH_NUMBER"] == "0.73" and settings["AOA"] == "2.79"

@@ -36,6 +36,7 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import config, runtime
+from tachyflow.bench import peer_builds
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, plot_samples
 from tachyflow.bench.results import new_results
@@ -185,7 +186,8 @@ def run_to_residual(case, comm, target: float, max_iterations: int) -> dict:
 
 def find_su2(environment=None) -> tuple[Path | None, str]:
     """The ``SU2_CFD`` binary named by ``$TACHYFLOW_SU2`` (the binary or its folder) or
-    ``$SU2_HOME/bin``, else on ``PATH``; ``(None, why)`` when there is none."""
+    ``$SU2_HOME/bin``, else built by ``make install-bench`` in the peers build folder, else
+    on ``PATH``; ``(None, why)`` when there is none."""
     environment = os.environ if environment is None else environment
     places = []
     if environment.get("TACHYFLOW_SU2"):
@@ -193,6 +195,7 @@ def find_su2(environment=None) -> tuple[Path | None, str]:
         places.append(named / "SU2_CFD" if named.is_dir() else named)
     if environment.get("SU2_HOME"):
         places.append(Path(environment["SU2_HOME"]) / "bin" / "SU2_CFD")
+    places.append(peer_builds.build_folder(environment) / peer_builds.PROGRAMS["su2"][0])
     on_path = shutil.which("SU2_CFD", path=environment.get("PATH"))
     places += [Path(on_path)] if on_path else []
     for place in places:
@@ -200,8 +203,9 @@ def find_su2(environment=None) -> tuple[Path | None, str]:
             return place, ""
     looked = ", ".join(str(p) for p in places) or "no $TACHYFLOW_SU2, $SU2_HOME or PATH entry"
     return None, (
-        f"no SU2_CFD binary ({looked}): SU2 is in neither PyPI nor Debian; build it from "
-        "source and set $TACHYFLOW_SU2 to the binary or $SU2_HOME to its install prefix"
+        f"no SU2_CFD binary ({looked}): SU2 is in neither PyPI nor Debian; put its source "
+        f"archive (SU2-*.tar.gz) in ${peer_builds.SOURCES_VARIABLE} and run `make "
+        "install-bench`, or set $TACHYFLOW_SU2 to a binary or $SU2_HOME to its prefix"
     )
 
 

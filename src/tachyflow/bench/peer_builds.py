@@ -1,9 +1,10 @@
 """Where the compiled peers built by ``make install-bench`` are, or why they are not there.
 
-2DECOMP&FFT (with tachyflow's Poisson driver), CaNS and NPB 3.4 are Fortran/C codes that no
-package registry carries. ``make install-bench`` runs ``src/tachyflow/bench/peers/build.sh``,
-which unpacks their release archives (``../shared/peers`` beside the checkout, or the folder
-named by ``$TACHYFLOW_PEER_SOURCES``) and builds them in the peers build folder,
+2DECOMP&FFT (with tachyflow's Poisson driver), CaNS, NPB 3.4 and SU2 are Fortran/C/C++
+codes that no package registry carries. ``make install-bench`` runs
+``src/tachyflow/bench/peers/build.sh``, which unpacks their release archives
+(``../shared/peers`` beside the checkout, or the folder named by
+``$TACHYFLOW_PEER_SOURCES``) and builds them in the peers build folder,
 ``$TACHYFLOW_PEERS_BUILD`` or ``~/.cache/tachyflow/peers``: outside the project's tree,
 never vendored. The benchmarks look their programs up here; a missing one raises
 :class:`PeerMissing`, whose message goes into the results' ``peers_missing``.
@@ -28,6 +29,7 @@ PROGRAMS = {
     "2decomp-fft": ("bin/decomp_poisson", "2decomp-fft"),
     "cans": ("CaNS/build/cans", "cans"),
     "npb": ("NPB3.4-MPI/bin", "npb"),
+    "su2": ("SU2/install/bin/SU2_CFD", "su2"),
 }
 
 
@@ -35,9 +37,10 @@ class PeerMissing(LookupError):
     """A peer's program is not built; the message says what is missing and how to build it."""
 
 
-def build_folder() -> Path:
-    """The peers build folder: ``$TACHYFLOW_PEERS_BUILD`` or ``~/.cache/tachyflow/peers``."""
-    configured = os.environ.get(BUILD_VARIABLE)
+def build_folder(environment=None) -> Path:
+    """The peers build folder: ``$TACHYFLOW_PEERS_BUILD`` (of ``environment``, default this
+    process's) or ``~/.cache/tachyflow/peers``."""
+    configured = (os.environ if environment is None else environment).get(BUILD_VARIABLE)
     return Path(configured) if configured else Path.home() / ".cache" / "tachyflow" / "peers"
 
 

@@ -5,11 +5,15 @@
 #
 # SOURCES holds the release archives (../shared/peers here; elsewhere the folder named by
 # $TACHYFLOW_PEER_SOURCES): 2decomp-fft-2.1.0.tar.gz and findFFTW.tar.gz, CaNS-*.tar.gz,
-# NPB3.4-MPI.tar.gz. BUILD (default ~/.cache/tachyflow/peers, $TACHYFLOW_PEERS_BUILD) gets:
+# NPB3.4-MPI.tar.gz, and (when a user has one) an SU2 source archive SU2-*.tar.gz or
+# v*.tar.gz of github.com/su2code/SU2. BUILD (default ~/.cache/tachyflow/peers,
+# $TACHYFLOW_PEERS_BUILD) gets:
 #
 #   bin/decomp_poisson        tachyflow's driver (decomp_poisson.f90) on 2DECOMP&FFT v2.1.0
 #   CaNS/build/cans           CaNS with its pinned 2decomp-fft
 #   NPB3.4-MPI/bin/K.C.x      NPB kernels K in $NPB_KERNELS, classes C in $NPB_CLASSES
+#   SU2/install/bin/SU2_CFD   SU2 (MPI, no automatic differentiation), the peer of
+#                             `bench mpins2d`
 #   logs/<peer>.log           the full output of each build
 #
 # Idempotent: a peer whose program exists is skipped (delete BUILD to rebuild). A missing
@@ -142,6 +146,35 @@ build_npb() {
   echo "peers: built NPB programs in $npb/bin"
 }
 
+build_su2() {
+  local tarball src
+  if [[ -x $BUILD/SU2/install/bin/SU2_CFD ]]; then
+    echo "peers: SU2 already built ($BUILD/SU2/install/bin/SU2_CFD)"; return
+  fi
+  tarball=$(archive "SU2-*.tar.gz")
+  [[ -n $tarball ]] || tarball=$(archive "v[0-9]*.tar.gz")
+  if [[ -z $tarball ]]; then echo "peers: skipping SU2: no SU2-*.tar.gz in $SOURCES"; return; fi
+  for tool in meson ninja; do
+    command -v "$tool" >/dev/null || { echo "peers: $tool not found (apt-get install" \
+      "meson ninja-build)" >&2; exit 1; }
+  done
+  echo "peers: building SU2 ($(basename "$tarball")) with MPI, without AD ..."
+  : >"$BUILD/logs/su2.log"
+  rm -rf "$BUILD/SU2"
+  mkdir -p "$BUILD/SU2"
+  step su2 tar -xzf "$tarball" -C "$BUILD/SU2"
+  src=$(find "$BUILD/SU2" -mindepth 2 -maxdepth 2 -name meson_options.txt -printf '%h\n' | head -n 1)
+  [[ -n $src ]] || { echo "peers: $tarball holds no SU2 source tree (meson_options.txt)" >&2; exit 1; }
+  # Debian's meson and ninja instead of SU2's meson.py, which fetches its own from GitHub;
+  # without the adjoint (CoDiPack) no other download is needed.
+  step su2 env CC="$CC" CXX="${MPICXX:-mpicxx.mpich}" meson setup "$BUILD/SU2/build" "$src" \
+    --prefix="$BUILD/SU2/install" --buildtype=release -Dwith-mpi=enabled \
+    -Denable-autodiff=false -Denable-directdiff=false -Denable-pywrapper=false
+  step su2 ninja -C "$BUILD/SU2/build" -j "$JOBS" install
+  echo "peers: built $BUILD/SU2/install/bin/SU2_CFD"
+}
+
 build_decomp
 build_cans
 build_npb
+build_su2
