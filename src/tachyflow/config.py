@@ -201,9 +201,11 @@ class ImmersedSection:
 
 @dataclass(frozen=True)
 class ParallelSection:
-    """``[parallel]``: the process grid (``[0, 0]``: chosen automatically)."""
+    """``[parallel]``: the process grid (``[0, 0]``: chosen automatically) and whether
+    transposes overlap computation (non-blocking, the same results bit for bit)."""
 
     proc_grid: tuple[int, int] = (0, 0)
+    overlap: bool = True
 
 
 @dataclass(frozen=True)

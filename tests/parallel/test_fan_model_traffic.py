@@ -21,9 +21,13 @@ def test_a_step_communicates_as_the_model_counts():
         calls = dict.fromkeys(("real", "complex", "halo", "allreduce"), 0)
         counting = functools.partial(_counting, calls)
 
-        fan.transposer.transpose = counting("real", fan.transposer.transpose)
-        complex_transposer = fan.poisson.complex_transposer
-        complex_transposer.transpose = counting("complex", complex_transposer.transpose)
+        for name, transposer in (
+            ("real", fan.transposer),
+            ("complex", fan.poisson.complex_transposer),
+        ):
+            # Blocking and non-blocking (overlapped) transposes alike.
+            transposer.transpose = counting(name, transposer.transpose)
+            transposer.start = counting(name, transposer.start)
         fan.halo.exchange = counting("halo", fan.halo.exchange)
         fan.decomposition.sum = counting("allreduce", fan.decomposition.sum)
         fan.decomposition.sum_arrays = counting("allreduce", fan.decomposition.sum_arrays)

@@ -22,6 +22,7 @@ serial decomposition makes no MPI calls.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,7 +64,13 @@ class _Exchange:
     """The plan of one transpose direction over one sub-communicator, built once."""
 
     def __init__(
-        self, decomposition: PencilDecomposition, source: str, target: str, dtype, method: str
+        self,
+        decomposition: PencilDecomposition,
+        source: str,
+        target: str,
+        dtype,
+        method: str,
+        local_shape: Callable[[str], tuple[int, ...]],
     ):
         from mpi4py.util import dtlib
 
@@ -74,8 +81,8 @@ class _Exchange:
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = decomposition.local_shape(source)
-        self.output_shape = decomposition.local_shape(target)
+        self.input_shape = local_shape(source)
+        self.output_shape = local_shape(target)
         scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
         gather_bounds = decomposition.axis_bounds(gather_axis, over)
 
@@ -245,6 +252,10 @@ class _PendingExchange:
             self.done = True
         return self.out
 
+    def test(self) -> None:
+        if self.request is not None and not self.done:
+            self.request.Test()  # a completed request becomes MPI.REQUEST_NULL
+
 
 class TransposeRequest:
     """Handle of a transpose started with :meth:`Transposer.start`.
@@ -260,6 +271,47 @@ class TransposeRequest:
         """Complete the transpose and return the output array."""
         return self._pending.wait()
 
+    def test(self) -> None:
+        """Let MPI advance the transfer (local; the wheel's MPICH moves non-blocking
+        collectives only inside MPI calls). The output is valid only after :meth:`wait`."""
+        self._pending.test()
+
+
+def pipelined(
+    count: int,
+    stages: Sequence[Callable[[int], TransposeRequest | None]],
+    progress: bool = False,
+) -> None:
+    """Pass ``count`` items through ``stages`` so that one item's transposes travel while
+    another item is computed.
+
+    Stage ``s`` of item ``i`` runs at step ``i + s``, the stages of a step in order; it is
+    called as ``stages[s](i)`` after the request that stage ``s - 1`` of item ``i`` returned
+    (if any) has been waited for, and returns the request of the transpose it started, or
+    None. With three items and three stages (compute and start y→z; wait, compute, start
+    z→y; wait, use) item 1 is computed while item 0 travels to the z-pencils, and so on.
+    With ``progress`` every pending request is tested after each stage (cheap progress
+    calls). Collective as the stages are: every rank of a sub-communicator must run the
+    same stages in the same order.
+    """
+    pending: dict[tuple[int, int], TransposeRequest | None] = {}
+    for step in range(count + len(stages) - 1):
+        for index, stage in enumerate(stages):
+            item = step - index
+            if not 0 <= item < count:
+                continue
+            request = pending.pop((item, index - 1), None)
+            if request is not None:
+                request.wait()
+            pending[(item, index)] = stage(item)
+            if progress:
+                for waiting in pending.values():
+                    if waiting is not None:
+                        waiting.test()
+    for request in pending.values():
+        if request is not None:
+            request.wait()
+
 
 class Transposer:
     """Moves arrays between the x-, y- and z-pencils of a :class:`PencilDecomposition`.
@@ -274,6 +326,11 @@ class Transposer:
     method : {"alltoallv", "alltoallw"}
         How data moves (see the module docstring); ``"alltoallv"``, measured faster here,
         is the default.
+    planes : (int, int), optional
+        Move only the local x-planes ``start:stop`` of every pencil (arrays of that many
+        planes, e.g. ``pencil[start:stop]``), between y- and z-pencils: the x piece of a
+        rank is the same on both, so the planes of a pencil can travel in separate,
+        overlapping transposes. Such a Transposer has no x↔y transposes.
 
     Notes
     -----
@@ -286,7 +343,11 @@ class Transposer:
     """
 
     def __init__(
-        self, decomposition: PencilDecomposition, dtype=np.float64, method: str = DEFAULT_METHOD
+        self,
+        decomposition: PencilDecomposition,
+        dtype=np.float64,
+        method: str = DEFAULT_METHOD,
+        planes: tuple[int, int] | None = None,
     ):
         if method not in METHODS:
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
@@ -298,13 +359,31 @@ class Transposer:
             raise TypeError(f"transposes move real or complex arrays, got dtype {self.dtype}")
         self.decomposition = decomposition
         self.method = method
+        pairs = _EXCHANGES
+        if planes is not None:
+            local_x = decomposition.local_shape("y")[0]
+            if not (len(planes) == 2 and 0 <= planes[0] <= planes[1] <= local_x):
+                raise ValueError(
+                    f"planes must be (start, stop) with 0 <= start <= stop <= {local_x} (the "
+                    f"local x-planes on rank {decomposition.rank}), got {planes!r}"
+                )
+            pairs = [("y", "z"), ("z", "y")]
+        self.planes = planes
         self._exchanges = {
-            pair: _Exchange(decomposition, *pair, self.dtype, method) for pair in _EXCHANGES
+            pair: _Exchange(decomposition, *pair, self.dtype, method, self.local_shape)
+            for pair in pairs
         }
         self._scratch_y: np.ndarray | None = None
 
+    def local_shape(self, orientation: str) -> tuple[int, ...]:
+        """Shape of the arrays this Transposer moves as ``orientation``-pencils."""
+        shape = self.decomposition.local_shape(orientation)
+        if self.planes is None:
+            return shape
+        return (self.planes[1] - self.planes[0], *shape[1:])
+
     def _check(self, array, orientation: str, role: str) -> None:
-        expected = self.decomposition.local_shape(orientation)
+        expected = self.local_shape(orientation)
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{role} must be a numpy array, got {type(array).__name__}")
         if array.dtype != self.dtype:
@@ -323,7 +402,7 @@ class Transposer:
         source, target = check_orientation(source), check_orientation(target)
         self._check(array, source, "input array")
         if out is None:
-            out = np.empty(self.decomposition.local_shape(target), dtype=self.dtype)
+            out = np.empty(self.local_shape(target), dtype=self.dtype)
         else:
             self._check(out, target, "output array")
         return source, target, out
@@ -341,6 +420,8 @@ class Transposer:
             return out
         if (source, target) in self._exchanges:
             return self._exchanges[(source, target)].run(array, out)
+        if self.planes is not None:
+            raise ValueError(f"a Transposer of x-planes moves y<->z only, got {source}->{target}")
         if self._scratch_y is None:
             self._scratch_y = self.decomposition.zeros("y", self.dtype)
         self._exchanges[(source, "y")].run(array, self._scratch_y)
@@ -357,8 +438,8 @@ class Transposer:
         source, target, out = self._prepare(array, source, target, out)
         if (source, target) not in self._exchanges:
             raise ValueError(
-                f"start() moves between adjacent orientations (x<->y, y<->z), got "
-                f"{source}->{target}; use transpose() for x<->z"
+                f"start() moves between adjacent orientations (x<->y, y<->z) that this "
+                f"Transposer plans, got {source}->{target}"
             )
         return TransposeRequest(self._exchanges[(source, target)].start(array, out))
 
