@@ -10,50 +10,54 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.pencil import process_grids
-from tachyflow.parallel.transpose import pipelined
+from tachyflow.parallel.transpose import METHODS, pipelined
 from tachyflow.solvers.cylindrical import CylindricalSolver
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])
-def test_pipelined_plane_transposes_equal_whole_ones():
-    """x-planes moved y→z and back in separate, overlapping transposes (one Transposer
-    per chunk of planes) land exactly where a whole transpose puts them."""
+@pytest.mark.parametrize("method", METHODS)
+def test_pipelined_window_transposes_equal_whole_ones(method):
+    """Windows of a pencil (x-planes for y↔z, z-planes for x↔y) moved there and back in
+    separate, overlapping transposes land exactly where whole transposes put them."""
     comm = MPI.COMM_WORLD
     for proc_grid in process_grids(comm.size):
         with PencilDecomposition((7, 5, 6), proc_grid, comm) as decomposition:
-            for progress in (False, True):
-                _check_plane_round_trip(decomposition, progress)
+            field = np.random.default_rng(3).standard_normal((7, 5, 6))
+            for axis, source, target in ((0, "y", "z"), (2, "y", "x")):
+                for progress in (False, True):
+                    _check_window_round_trip(
+                        decomposition, field, method, (axis, source, target), progress
+                    )
 
 
-def _check_plane_round_trip(decomposition: PencilDecomposition, progress: bool) -> None:
-    field = np.random.default_rng(3).standard_normal((7, 5, 6))
-    y_pencil = decomposition.scatter_global(field, "y")
-    whole = Transposer(decomposition).y_to_z(y_pencil)
-    local_x = y_pencil.shape[0]
-    bounds = [0, local_x // 3, local_x]
-    chunks = [Transposer(decomposition, planes=planes) for planes in itertools.pairwise(bounds)]
-    z_pencil, back = decomposition.zeros("z"), decomposition.zeros("y")
-
-    def there(i):
-        start, stop = chunks[i].planes
-        return chunks[i].start(y_pencil[start:stop], "y", "z", out=z_pencil[start:stop])
-
-    def and_back(i):
-        start, stop = chunks[i].planes
-        return chunks[i].start(z_pencil[start:stop], "z", "y", out=back[start:stop])
-
-    pipelined(len(chunks), (there, and_back), progress=progress)
-    assert np.array_equal(z_pencil, whole), decomposition.proc_grid
-    assert np.array_equal(back, y_pencil), decomposition.proc_grid
+def _check_window_round_trip(decomposition, field, method, exchange, progress) -> None:
+    axis, source, target = exchange
+    pencil = decomposition.scatter_global(field, source)
+    whole = Transposer(decomposition, method=method).transpose(pencil, source, target)
+    bounds = [0, pencil.shape[axis] // 3, pencil.shape[axis]]
+    chunks = [
+        Transposer(decomposition, method=method, window=(axis, *ends))
+        for ends in itertools.pairwise(bounds)
+    ]
+    there, back = decomposition.zeros(target), decomposition.zeros(source)
+    stages = (
+        lambda i: chunks[i].start(pencil, source, target, out=there),
+        lambda i: chunks[i].start(there, target, source, out=back),
+    )
+    pipelined(len(chunks), stages, progress=progress)
+    assert np.array_equal(there, whole), (decomposition.proc_grid, exchange)
+    assert np.array_equal(back, pencil), (decomposition.proc_grid, exchange)
 
 
-def test_plane_transposer_refuses_planes_beyond_the_piece():
+def test_window_transposer_checks_its_window():
     with PencilDecomposition((4, 4, 4), None, MPI.COMM_SELF) as decomposition:
-        with pytest.raises(ValueError, match="planes must be"):
-            Transposer(decomposition, planes=(2, 5))
-        chunk = Transposer(decomposition, planes=(0, 2))
-        with pytest.raises(ValueError, match="moves y<->z only"):
-            chunk.transpose(np.zeros((2, 4, 4)), "x", "y")
+        with pytest.raises(ValueError, match="need 0 <= start <= stop <= 4"):
+            Transposer(decomposition, window=(0, 2, 5))
+        with pytest.raises(ValueError, match="axis must be 0"):
+            Transposer(decomposition, window=(1, 0, 2))
+        chunk = Transposer(decomposition, window=(0, 0, 2))
+        with pytest.raises(ValueError, match="moves y->z and z->y only"):
+            chunk.transpose(decomposition.zeros("x"), "x", "y")
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])

@@ -22,6 +22,7 @@ serial decomposition makes no MPI calls.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -49,9 +50,16 @@ def _axis_slice(axis: int, start: int, stop: int) -> tuple[slice, ...]:
     return tuple(index)
 
 
-def _leading_axes_trivial(shape, axis: int) -> bool:
-    """True when slabs cut along ``axis`` are contiguous in a C-ordered array of ``shape``."""
-    return all(extent == 1 for extent in shape[:axis])
+def _contiguous_offset(shape, index: tuple[slice, ...]) -> int | None:
+    """Flat offset of the box ``index`` of a C-ordered array of ``shape`` if the box is one
+    contiguous run of elements, else None. It is when the axes before its first axis of
+    extent > 1 have extent 1 and the axes after it are whole."""
+    bounds = [part.indices(extent)[:2] for part, extent in zip(index, shape, strict=True)]
+    extents = [stop - start for start, stop in bounds]
+    first = next((axis for axis, extent in enumerate(extents) if extent != 1), len(shape))
+    if any(extents[axis] != shape[axis] for axis in range(first + 1, len(shape))):
+        return None
+    return sum(start * math.prod(shape[axis + 1 :]) for axis, (start, _) in enumerate(bounds))
 
 
 @dataclass
@@ -70,7 +78,7 @@ class _Exchange:
         target: str,
         dtype,
         method: str,
-        local_shape: Callable[[str], tuple[int, ...]],
+        window: tuple[int, int, int] | None,
     ):
         from mpi4py.util import dtlib
 
@@ -81,20 +89,25 @@ class _Exchange:
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = local_shape(source)
-        self.output_shape = local_shape(target)
+        self.input_shape = decomposition.local_shape(source)
+        self.output_shape = decomposition.local_shape(target)
         scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
         gather_bounds = decomposition.axis_bounds(gather_axis, over)
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
-        # from peer s: the slab of the output in s's piece of the gather axis.
+        # from peer s: the slab of the output in s's piece of the gather axis. Both within
+        # the window (a range of the axis the exchange leaves alone), if any.
+        def block(axis, start, stop):
+            index = list(_axis_slice(axis, start, stop))
+            if window is not None:
+                index[window[0]] = slice(window[1], window[2])
+            return tuple(index)
+
         self.send_slices = [
-            _axis_slice(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1])
-            for d in range(self.size)
+            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1]) for d in range(self.size)
         ]
         self.receive_slices = [
-            _axis_slice(gather_axis, gather_bounds[s], gather_bounds[s + 1])
-            for s in range(self.size)
+            block(gather_axis, gather_bounds[s], gather_bounds[s + 1]) for s in range(self.size)
         ]
         self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
         self.receive_shapes = [self._slab_shape(self.output_shape, s) for s in self.receive_slices]
@@ -107,24 +120,17 @@ class _Exchange:
         self.receive_counts[self.me] = 0
         self.send_displacements = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
         self.receive_displacements = np.concatenate(([0], np.cumsum(self.receive_counts)[:-1]))
-        self.send_in_place = _leading_axes_trivial(self.input_shape, scatter_axis)
-        self.receive_in_place = _leading_axes_trivial(self.output_shape, gather_axis)
+        # Blocks that are contiguous runs of the array are sent or received in place.
+        send_offsets = [_contiguous_offset(self.input_shape, part) for part in self.send_slices]
+        receive_offsets = [
+            _contiguous_offset(self.output_shape, part) for part in self.receive_slices
+        ]
+        self.send_in_place = None not in send_offsets
+        self.receive_in_place = None not in receive_offsets
         if self.send_in_place:
-            self.send_displacements = np.array(
-                [
-                    int(np.prod(self.input_shape[scatter_axis + 1 :])) * scatter_bounds[d]
-                    for d in range(self.size)
-                ],
-                dtype=np.int64,
-            )
+            self.send_displacements = np.array(send_offsets, dtype=np.int64)
         if self.receive_in_place:
-            self.receive_displacements = np.array(
-                [
-                    int(np.prod(self.output_shape[gather_axis + 1 :])) * gather_bounds[s]
-                    for s in range(self.size)
-                ],
-                dtype=np.int64,
-            )
+            self.receive_displacements = np.array(receive_offsets, dtype=np.int64)
         if method == "alltoallw" and self.size > 1:
             self._build_datatypes(decomposition)
         self._free_buffers: list[_Buffers] = []
@@ -313,6 +319,24 @@ def pipelined(
             request.wait()
 
 
+def _window_pairs(decomposition: PencilDecomposition, window) -> tuple[tuple[str, str], ...]:
+    """The transposes that leave the window's axis alone; the window checked."""
+    try:
+        axis, start, stop = (int(value) for value in window)
+    except (TypeError, ValueError):
+        raise TypeError(f"window must be (axis, start, stop), got {window!r}") from None
+    pairs = {0: (("y", "z"), ("z", "y")), 2: (("x", "y"), ("y", "x"))}.get(axis)
+    if pairs is None:
+        raise ValueError(f"a window's axis must be 0 (y<->z) or 2 (x<->y), got {axis}")
+    extent = decomposition.local_shape(pairs[0][0])[axis]
+    if not 0 <= start <= stop <= extent:
+        raise ValueError(
+            f"window {window!r}: need 0 <= start <= stop <= {extent} (the local extent of "
+            f"axis {axis} on rank {decomposition.rank})"
+        )
+    return pairs
+
+
 class Transposer:
     """Moves arrays between the x-, y- and z-pencils of a :class:`PencilDecomposition`.
 
@@ -326,11 +350,12 @@ class Transposer:
     method : {"alltoallv", "alltoallw"}
         How data moves (see the module docstring); ``"alltoallv"``, measured faster here,
         is the default.
-    planes : (int, int), optional
-        Move only the local x-planes ``start:stop`` of every pencil (arrays of that many
-        planes, e.g. ``pencil[start:stop]``), between y- and z-pencils: the x piece of a
-        rank is the same on both, so the planes of a pencil can travel in separate,
-        overlapping transposes. Such a Transposer has no x↔y transposes.
+    window : (int, int, int), optional
+        ``(axis, start, stop)``: move only the local indices ``start:stop`` of ``axis`` (an
+        axis the transposes leave alone: 0 for y↔z, 2 for x↔y, which are then the only
+        transposes planned) of the whole local pencils passed in; the rest of the output is
+        left untouched. Several windows of one pencil can travel in separate, overlapping
+        transposes (:func:`pipelined`).
 
     Notes
     -----
@@ -347,7 +372,7 @@ class Transposer:
         decomposition: PencilDecomposition,
         dtype=np.float64,
         method: str = DEFAULT_METHOD,
-        planes: tuple[int, int] | None = None,
+        window: tuple[int, int, int] | None = None,
     ):
         if method not in METHODS:
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
@@ -359,31 +384,17 @@ class Transposer:
             raise TypeError(f"transposes move real or complex arrays, got dtype {self.dtype}")
         self.decomposition = decomposition
         self.method = method
-        pairs = _EXCHANGES
-        if planes is not None:
-            local_x = decomposition.local_shape("y")[0]
-            if not (len(planes) == 2 and 0 <= planes[0] <= planes[1] <= local_x):
-                raise ValueError(
-                    f"planes must be (start, stop) with 0 <= start <= stop <= {local_x} (the "
-                    f"local x-planes on rank {decomposition.rank}), got {planes!r}"
-                )
-            pairs = [("y", "z"), ("z", "y")]
-        self.planes = planes
+        pairs = tuple(_EXCHANGES)
+        if window is not None:
+            pairs = _window_pairs(decomposition, window)
+        self.window = window
         self._exchanges = {
-            pair: _Exchange(decomposition, *pair, self.dtype, method, self.local_shape)
-            for pair in pairs
+            pair: _Exchange(decomposition, *pair, self.dtype, method, window) for pair in pairs
         }
         self._scratch_y: np.ndarray | None = None
 
-    def local_shape(self, orientation: str) -> tuple[int, ...]:
-        """Shape of the arrays this Transposer moves as ``orientation``-pencils."""
-        shape = self.decomposition.local_shape(orientation)
-        if self.planes is None:
-            return shape
-        return (self.planes[1] - self.planes[0], *shape[1:])
-
     def _check(self, array, orientation: str, role: str) -> None:
-        expected = self.local_shape(orientation)
+        expected = self.decomposition.local_shape(orientation)
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{role} must be a numpy array, got {type(array).__name__}")
         if array.dtype != self.dtype:
@@ -402,7 +413,7 @@ class Transposer:
         source, target = check_orientation(source), check_orientation(target)
         self._check(array, source, "input array")
         if out is None:
-            out = np.empty(self.local_shape(target), dtype=self.dtype)
+            out = np.empty(self.decomposition.local_shape(target), dtype=self.dtype)
         else:
             self._check(out, target, "output array")
         return source, target, out
@@ -420,8 +431,11 @@ class Transposer:
             return out
         if (source, target) in self._exchanges:
             return self._exchanges[(source, target)].run(array, out)
-        if self.planes is not None:
-            raise ValueError(f"a Transposer of x-planes moves y<->z only, got {source}->{target}")
+        if self.window is not None:
+            raise ValueError(
+                f"a Transposer of a window moves {' and '.join(map('->'.join, self._exchanges))}"
+                f" only, got {source}->{target}"
+            )
         if self._scratch_y is None:
             self._scratch_y = self.decomposition.zeros("y", self.dtype)
         self._exchanges[(source, "y")].run(array, self._scratch_y)
