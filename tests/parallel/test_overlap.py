@@ -8,10 +8,20 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
+from tachyflow.numerics.cylindrical_grid import CylindricalGrid
+from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.pencil import process_grids
 from tachyflow.parallel.transpose import METHODS, pipelined
 from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.poisson import PoissonSolver
+
+POISSON_GRIDS = [
+    StaggeredGrid((8, 6, 10), (2.0, 1.5, 3.0), periodic_y=False, stretching=1.0),
+    StaggeredGrid((7, 5, 9), (2.0, 1.5, 3.0), periodic_y=True, periodic_x=False),
+    CylindricalGrid((6, 5, 8), 2.0, 1.0, stretching=1.0),
+]
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])
@@ -78,3 +88,58 @@ def test_overlapped_cylindrical_step_equals_blocking_bit_for_bit():
         for other in results[1:]:
             for blocking, overlapped in zip(results[0], other, strict=True):
                 assert np.array_equal(blocking, overlapped), proc_grid
+
+
+@pytest.mark.parallel(nprocs=[1, 2, 3])
+@pytest.mark.parametrize("grid", POISSON_GRIDS, ids=("channel", "open-x", "pipe"))
+def test_overlapped_poisson_solve_equals_blocking(grid):
+    comm = MPI.COMM_WORLD
+    rng = np.random.default_rng(7)
+    rhs = rng.standard_normal(grid.shape)
+    for proc_grid in process_grids(comm.size):
+        with PencilDecomposition(grid.shape, proc_grid, comm) as decomposition:
+            local = decomposition.scatter_global(rhs, "y")
+            solutions = []
+            for overlap, chunks, progress in (
+                (False, 2, False),
+                (True, 2, False),
+                (True, 3, True),
+            ):
+                solver = PoissonSolver(
+                    decomposition, grid, planning="estimate", overlap=overlap, chunks=chunks
+                )
+                solver.progress_calls = progress
+                solutions.append(solver.solve(local))
+                assert np.array_equal(local, decomposition.scatter_global(rhs, "y"))
+                solver.free()
+            scale = np.abs(solutions[0]).max(initial=1.0)
+            for overlapped in solutions[1:]:
+                difference = np.abs(overlapped - solutions[0]).max(initial=0.0)
+                assert difference <= 1e-13 * scale, (proc_grid, difference)
+
+
+def test_poisson_refuses_a_bad_chunk_count():
+    grid = POISSON_GRIDS[0]
+    with PencilDecomposition(grid.shape, None, MPI.COMM_SELF) as decomposition:
+        with pytest.raises(ValueError, match="chunks must be an integer >= 1, got 0"):
+            PoissonSolver(decomposition, grid, planning="estimate", chunks=0)
+
+
+@pytest.mark.parallel(nprocs=[1, 2, 3])
+def test_overlapped_channel_step_equals_blocking():
+    comm = MPI.COMM_WORLD
+    for proc_grid in process_grids(comm.size):
+        case = config.load("channel").replace("grid", cells=(8, 6, 6))
+        results = []
+        for overlap in (False, True):
+            case = case.replace("parallel", proc_grid=proc_grid, overlap=overlap)
+            solver = IncompressibleSolver.from_case(case, comm, "estimate")
+            assert solver.overlap is overlap
+            for _ in range(2):
+                solver.step(case.time.dt or 1e-3)
+            results.append([solver.cell_field(name) for name in solver.fields])
+            solver.free()
+            solver.decomposition.free()
+        for blocking, overlapped in zip(*results, strict=True):
+            scale = np.abs(blocking).max(initial=1.0)
+            assert np.abs(overlapped - blocking).max(initial=0.0) <= 1e-13 * scale, proc_grid

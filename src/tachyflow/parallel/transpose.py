@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -287,6 +288,7 @@ def pipelined(
     count: int,
     stages: Sequence[Callable[[int], TransposeRequest | None]],
     progress: bool = False,
+    waiting: Callable[[], AbstractContextManager] | None = None,
 ) -> None:
     """Pass ``count`` items through ``stages`` so that one item's transposes travel while
     another item is computed.
@@ -297,7 +299,8 @@ def pipelined(
     None. With three items and three stages (compute and start y→z; wait, compute, start
     z→y; wait, use) item 1 is computed while item 0 travels to the z-pencils, and so on.
     With ``progress`` every pending request is tested after each stage (cheap progress
-    calls). Collective as the stages are: every rank of a sub-communicator must run the
+    calls). ``waiting``, if given, makes the context every wait runs in (a timer).
+    Collective as the stages are: every rank of a sub-communicator must run the
     same stages in the same order.
     """
     pending: dict[tuple[int, int], TransposeRequest | None] = {}
@@ -308,15 +311,17 @@ def pipelined(
                 continue
             request = pending.pop((item, index - 1), None)
             if request is not None:
-                request.wait()
+                with waiting() if waiting else nullcontext():
+                    request.wait()
             pending[(item, index)] = stage(item)
             if progress:
-                for waiting in pending.values():
-                    if waiting is not None:
-                        waiting.test()
-    for request in pending.values():
-        if request is not None:
-            request.wait()
+                for other in pending.values():
+                    if other is not None:
+                        other.test()
+    with waiting() if waiting else nullcontext():
+        for request in pending.values():
+            if request is not None:
+                request.wait()
 
 
 def _window_pairs(decomposition: PencilDecomposition, window) -> tuple[tuple[str, str], ...]:

@@ -85,8 +85,9 @@ class CylindricalSolver(PencilSolver):
     overlap : bool
         Non-blocking transposes for the θ solves (``p_col > 1``): one component travels
         between y- and z-pencils while another is computed; the results are the same bit
-        for bit. The attribute ``overlap`` may be changed between steps, and
-        ``progress_calls`` (False) makes MPI test the transfers between the stages.
+        for bit; the Poisson solve's likewise, to round-off (``PoissonSolver(overlap)``).
+        The attribute ``overlap`` may be changed between steps, and ``progress_calls``
+        (False) makes MPI test the transfers between the stages.
 
     Notes
     -----
@@ -190,7 +191,9 @@ class CylindricalSolver(PencilSolver):
         self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.transposer = Transposer(decomposition, np.float64)
-        self.poisson = PoissonSolver(decomposition, grid, self.transposer, planning=planning)
+        self.poisson = PoissonSolver(
+            decomposition, grid, self.transposer, planning=planning, overlap=overlap
+        )
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
@@ -225,8 +228,6 @@ class CylindricalSolver(PencilSolver):
         )  # fmt: skip
         rows = np.arange(z_pencil.start[1], z_pencil.stop[1])
         self._theta_implicit = rows < self.core_rows
-        self.overlap = bool(overlap)
-        self.progress_calls = False
         self._theta_lines = (
             None if self.theta_whole else tuple(decomposition.zeros("z") for _ in range(3))
         )

@@ -67,6 +67,25 @@ class PencilSolver(Solver):
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
 
+    @property
+    def overlap(self) -> bool:
+        """Whether transposes overlap computation (non-blocking; the same results): in the
+        Poisson solve and the solver's own transposes. May be changed between steps."""
+        return self.poisson.overlap
+
+    @overlap.setter
+    def overlap(self, value: bool) -> None:
+        self.poisson.overlap = bool(value)
+
+    @property
+    def progress_calls(self) -> bool:
+        """Whether overlapped transposes are tested between stages (MPI progress calls)."""
+        return self.poisson.progress_calls
+
+    @progress_calls.setter
+    def progress_calls(self, value: bool) -> None:
+        self.poisson.progress_calls = bool(value)
+
     def coordinates(self, component: str):
         """Broadcastable coordinates along axes 0, 1, 2 (x, y, z, or x, r, θ) of this
         rank's points of ``"u"``, ``"v"``, ``"w"`` (each half a cell up along its own
