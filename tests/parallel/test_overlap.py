@@ -41,6 +41,8 @@ def test_pipelined_window_transposes_equal_whole_ones(method):
 
 
 def _check_window_round_trip(decomposition, field, method, exchange, progress) -> None:
+    """The y-pencil moves by windows; the other pencil's windows are separate arrays
+    (x) or pieces of one array (z)."""
     axis, source, target = exchange
     pencil = decomposition.scatter_global(field, source)
     whole = Transposer(decomposition, method=method).transpose(pencil, source, target)
@@ -49,13 +51,18 @@ def _check_window_round_trip(decomposition, field, method, exchange, progress) -
         Transposer(decomposition, method=method, window=(axis, *ends))
         for ends in itertools.pairwise(bounds)
     ]
-    there, back = decomposition.zeros(target), decomposition.zeros(source)
+    if axis == 0:
+        there = decomposition.zeros(target)
+        pieces = [there[start:stop] for start, stop in itertools.pairwise(bounds)]
+    else:
+        pieces = [np.zeros(chunk.local_shape(target)) for chunk in chunks]
+    back = decomposition.zeros(source)
     stages = (
-        lambda i: chunks[i].start(pencil, source, target, out=there),
-        lambda i: chunks[i].start(there, target, source, out=back),
+        lambda i: chunks[i].start(pencil, source, target, out=pieces[i]),
+        lambda i: chunks[i].start(pieces[i], target, source, out=back),
     )
     pipelined(len(chunks), stages, progress=progress)
-    assert np.array_equal(there, whole), (decomposition.proc_grid, exchange)
+    assert np.array_equal(np.concatenate(pieces, axis), whole), (decomposition.proc_grid, axis)
     assert np.array_equal(back, pencil), (decomposition.proc_grid, exchange)
 
 
@@ -67,7 +74,9 @@ def test_window_transposer_checks_its_window():
             Transposer(decomposition, window=(1, 0, 2))
         chunk = Transposer(decomposition, window=(0, 0, 2))
         with pytest.raises(ValueError, match="moves y->z and z->y only"):
-            chunk.transpose(decomposition.zeros("x"), "x", "y")
+            chunk.transpose(np.zeros((2, 4, 4)), "x", "y")
+        with pytest.raises(ValueError, match=r"z-pencil window on rank 0 has shape \(2, 4, 4\)"):
+            chunk.transpose(decomposition.zeros("y"), "y", "z", out=decomposition.zeros("z"))
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])

@@ -80,6 +80,7 @@ class _Exchange:
         dtype,
         method: str,
         window: tuple[int, int, int] | None,
+        local_shape: Callable[[str], tuple[int, ...]],
     ):
         from mpi4py.util import dtlib
 
@@ -90,25 +91,27 @@ class _Exchange:
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = decomposition.local_shape(source)
-        self.output_shape = decomposition.local_shape(target)
+        self.input_shape = local_shape(source)
+        self.output_shape = local_shape(target)
         scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
         gather_bounds = decomposition.axis_bounds(gather_axis, over)
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
-        # from peer s: the slab of the output in s's piece of the gather axis. Both within
-        # the window (a range of the axis the exchange leaves alone), if any.
-        def block(axis, start, stop):
+        # from peer s: the slab of the output in s's piece of the gather axis. In a whole
+        # y-pencil, within the window (a range of the axis the exchange leaves alone).
+        def block(axis, start, stop, orientation):
             index = list(_axis_slice(axis, start, stop))
-            if window is not None:
+            if window is not None and orientation == "y":
                 index[window[0]] = slice(window[1], window[2])
             return tuple(index)
 
         self.send_slices = [
-            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1]) for d in range(self.size)
+            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], source)
+            for d in range(self.size)
         ]
         self.receive_slices = [
-            block(gather_axis, gather_bounds[s], gather_bounds[s + 1]) for s in range(self.size)
+            block(gather_axis, gather_bounds[s], gather_bounds[s + 1], target)
+            for s in range(self.size)
         ]
         self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
         self.receive_shapes = [self._slab_shape(self.output_shape, s) for s in self.receive_slices]
@@ -356,10 +359,13 @@ class Transposer:
         How data moves (see the module docstring); ``"alltoallv"``, measured faster here,
         is the default.
     window : (int, int, int), optional
-        ``(axis, start, stop)``: move only the local indices ``start:stop`` of ``axis`` (an
-        axis the transposes leave alone: 0 for y↔z, 2 for x↔y, which are then the only
-        transposes planned) of the whole local pencils passed in; the rest of the output is
-        left untouched. Several windows of one pencil can travel in separate, overlapping
+        ``(axis, start, stop)``: move only the local indices ``start:stop`` of ``axis``,
+        an axis the transposes leave alone: x-planes (0) between y- and z-pencils, or
+        z-planes (2) between y- and x-pencils, which are then the only transposes planned.
+        The y-pencil is whole and only its window moves (the rest of an output y-pencil is
+        left untouched); the other pencil holds the window alone (shape
+        :meth:`local_shape`: ``z_pencil[start:stop]`` of a whole z-pencil, or an x-pencil
+        array of its own). Windows of one pencil can travel in separate, overlapping
         transposes (:func:`pipelined`).
 
     Notes
@@ -392,14 +398,26 @@ class Transposer:
         pairs = tuple(_EXCHANGES)
         if window is not None:
             pairs = _window_pairs(decomposition, window)
-        self.window = window
+        self.window = None if window is None else tuple(int(value) for value in window)
         self._exchanges = {
-            pair: _Exchange(decomposition, *pair, self.dtype, method, window) for pair in pairs
+            pair: _Exchange(
+                decomposition, *pair, self.dtype, method, self.window, self.local_shape
+            )
+            for pair in pairs
         }
         self._scratch_y: np.ndarray | None = None
 
+    def local_shape(self, orientation: str) -> tuple[int, ...]:
+        """Shape of the ``orientation``-pencil arrays this Transposer moves: the local
+        pencil's, or with a window, the window's extent along its axis but in a y-pencil."""
+        shape = self.decomposition.local_shape(orientation)
+        if self.window is None or orientation == "y":
+            return shape
+        axis, start, stop = self.window
+        return tuple(stop - start if index == axis else n for index, n in enumerate(shape))
+
     def _check(self, array, orientation: str, role: str) -> None:
-        expected = self.decomposition.local_shape(orientation)
+        expected = self.local_shape(orientation)
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{role} must be a numpy array, got {type(array).__name__}")
         if array.dtype != self.dtype:
@@ -408,7 +426,8 @@ class Transposer:
             )
         if array.shape != expected:
             raise ValueError(
-                f"{role} has shape {array.shape} but the local {orientation}-pencil on rank "
+                f"{role} has shape {array.shape} but the local {orientation}-pencil"
+                f"{' window' if self.window and orientation != 'y' else ''} on rank "
                 f"{self.decomposition.rank} has shape {expected}"
             )
         if not array.flags.c_contiguous:
@@ -418,7 +437,7 @@ class Transposer:
         source, target = check_orientation(source), check_orientation(target)
         self._check(array, source, "input array")
         if out is None:
-            out = np.empty(self.decomposition.local_shape(target), dtype=self.dtype)
+            out = np.empty(self.local_shape(target), dtype=self.dtype)
         else:
             self._check(out, target, "output array")
         return source, target, out

@@ -67,6 +67,9 @@ class _Window:
     forward: AxisTransform
     backward: AxisTransform
     real: Transposer | None = None
+    z_real: np.ndarray | None = None  # the window's pieces of the z-pencils
+    z_spectrum: np.ndarray | None = None
+    x_spectrum: np.ndarray | None = None  # the window's x-pencil
     lines: tuple[slice, ...] | None = None
     shift: np.ndarray | None = None
     pinned: np.ndarray | None = None
@@ -197,46 +200,51 @@ class PoissonSolver:
         """The overlapped solve's plans: per window a transposer of each exchange, the
         transforms and the tridiagonal operands of its lines."""
         local_x, _, local_z = self.spectral.local_shape("y")
-        # Windows of the y↔z stages: x-planes (the same on every rank of a row).
+        # Windows of the y↔z stages: x-planes (the same on every rank of a row), pieces of
+        # the z-pencils.
         self._x_windows = []
         if not self.z_whole:
             bounds = split_bounds(local_x, max(1, min(chunks, local_x)))
             for start, stop in itertools.pairwise(bounds):
                 window = (0, int(start), int(stop))
-                planes = slice(start, stop)
+                z_real, z_spectrum = self.z_real[start:stop], self.z_spectrum[start:stop]
                 self._x_windows.append(
                     _Window(
                         real=Transposer(self.decomposition, np.float64, window=window),
                         spectral=Transposer(self.spectral, np.complex128, window=window),
-                        forward=AxisTransform(
-                            self.z_real[planes], self.z_spectrum[planes], 2, "r2c", planning
-                        ),
-                        backward=AxisTransform(
-                            self.z_spectrum[planes], self.z_real[planes], 2, "c2r", planning
-                        ),
+                        forward=AxisTransform(z_real, z_spectrum, 2, "r2c", planning),
+                        backward=AxisTransform(z_spectrum, z_real, 2, "c2r", planning),
+                        z_real=z_real,
+                        z_spectrum=z_spectrum,
                     )
                 )
-        # Windows of the x↔y stages: z-planes (the same on every rank of a column).
+        # Windows of the x↔y stages: z-planes (the same on every rank of a column), each
+        # an x-pencil array of its own (so that it is sent and received in place), in the
+        # memory of the blocking solve's x-pencil.
         self._z_windows = []
         if not self.x_whole:
             bounds = split_bounds(local_z, max(1, min(chunks, local_z)))
             periodic = self.grid.periodic_x
-            x_data = self.x_spectrum if periodic else self.x_spectrum.view(np.float64)
-            parts = 1 if periodic else 2  # the real and imaginary parts side by side
+            memory = self.x_spectrum.reshape(-1)
             for start, stop in itertools.pairwise(bounds):
-                lines = x_data[:, :, parts * start : parts * stop]
+                transposer = Transposer(
+                    self.spectral, np.complex128, window=(2, int(start), int(stop))
+                )
+                shape = transposer.local_shape("x")
+                offset = int(np.prod(self.x_spectrum.shape[:2])) * int(start)
+                x_spectrum = memory[offset : offset + int(np.prod(shape))].reshape(shape)
+                x_data = x_spectrum if periodic else x_spectrum.view(np.float64)
                 planes = slice(start, stop)
                 self._z_windows.append(
                     _Window(
-                        spectral=Transposer(
-                            self.spectral, np.complex128, window=(2, int(start), int(stop))
-                        ),
+                        spectral=transposer,
                         forward=AxisTransform(
-                            lines, lines, 0, "forward" if periodic else "dct", planning
+                            x_data, x_data, 0, "forward" if periodic else "dct", planning
                         ),
                         backward=AxisTransform(
-                            lines, lines, 0, "backward" if periodic else "idct", planning
+                            x_data, x_data, 0, "backward" if periodic else "idct", planning
                         ),
+                        x_spectrum=x_spectrum,
                         lines=(slice(None), slice(None), planes),
                         shift=np.ascontiguousarray(self.shift[:, planes]),
                         pinned=np.ascontiguousarray(self.pinned[:, planes]),
@@ -333,24 +341,25 @@ class PoissonSolver:
 
     def _forward_z_stages(self, rhs):
         def to_z(windows, index):
-            return self._start(windows[index].real, rhs, "y", "z", self.z_real)
+            return self._start(windows[index].real, rhs, "y", "z", windows[index].z_real)
 
         def transform_and_back(windows, index):
-            self._fft(windows[index].forward)
-            return self._start(windows[index].spectral, self.z_spectrum, "z", "y", self.y_spectrum)
+            window = windows[index]
+            self._fft(window.forward)
+            return self._start(window.spectral, window.z_spectrum, "z", "y", self.y_spectrum)
 
         return to_z, transform_and_back
 
     def _x_stages(self):
         def to_x(windows, index):
-            return self._start(windows[index].spectral, self.y_spectrum, "y", "x", self.x_spectrum)
+            window = windows[index]
+            return self._start(window.spectral, self.y_spectrum, "y", "x", window.x_spectrum)
 
         def transform_and_back(transform):
             def stage(windows, index):
-                self._fft(getattr(windows[index], transform))
-                return self._start(
-                    windows[index].spectral, self.x_spectrum, "x", "y", self.y_spectrum
-                )
+                window = windows[index]
+                self._fft(getattr(window, transform))
+                return self._start(window.spectral, window.x_spectrum, "x", "y", self.y_spectrum)
 
             return stage
 
@@ -362,11 +371,13 @@ class PoissonSolver:
 
     def _backward_z_stages(self, out):
         def to_z(windows, index):
-            return self._start(windows[index].spectral, self.y_spectrum, "y", "z", self.z_spectrum)
+            window = windows[index]
+            return self._start(window.spectral, self.y_spectrum, "y", "z", window.z_spectrum)
 
         def transform_and_back(windows, index):
-            self._fft(windows[index].backward)
-            return self._start(windows[index].real, self.z_real, "z", "y", out)
+            window = windows[index]
+            self._fft(window.backward)
+            return self._start(window.real, window.z_real, "z", "y", out)
 
         return to_z, transform_and_back
 
