@@ -8,6 +8,7 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
+from tachyflow.errors import ConfigError
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition, Transposer
@@ -82,12 +83,14 @@ def test_window_transposer_checks_its_window():
 @pytest.mark.parallel(nprocs=[1, 2, 3])
 def test_overlapped_cylindrical_step_equals_blocking_bit_for_bit():
     comm = MPI.COMM_WORLD
+    variants = (((), False), (("theta",), False), (("theta", "poisson"), True))
     for proc_grid in process_grids(comm.size):
         case = config.load("axial-fan").replace("grid", cells=(8, 6, 6))
         results = []
-        for overlap, progress in ((False, False), (True, False), (True, True)):
+        for overlap, progress in variants:
             case = case.replace("parallel", proc_grid=proc_grid, overlap=overlap)
             fan = CylindricalSolver.from_case(case, comm, "estimate")
+            assert (fan.theta_overlap, fan.overlap) == ("theta" in overlap, "poisson" in overlap)
             fan.progress_calls = progress
             for _ in range(2):
                 fan.step(case.time.dt)
@@ -97,6 +100,17 @@ def test_overlapped_cylindrical_step_equals_blocking_bit_for_bit():
         for other in results[1:]:
             for blocking, overlapped in zip(results[0], other, strict=True):
                 assert np.array_equal(blocking, overlapped), proc_grid
+
+
+def test_overlap_places_are_checked():
+    text = config.load("axial-fan").to_toml()
+    assert 'overlap = ["theta"]' in text
+    with pytest.raises(ConfigError, match=r"parallel\.overlap"):
+        config.parse(text.replace('overlap = ["theta"]', 'overlap = ["fft"]'))
+    with PencilDecomposition((4, 4, 4), None, MPI.COMM_SELF) as decomposition:
+        grid = CylindricalGrid((4, 4, 4), 1.0, 1.0)
+        with pytest.raises(ValueError, match="overlap must name 'poisson' and/or 'theta'"):
+            CylindricalSolver(decomposition, grid, 0.1, overlap=("fft",))
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])
@@ -140,10 +154,10 @@ def test_overlapped_channel_step_equals_blocking():
     for proc_grid in process_grids(comm.size):
         case = config.load("channel").replace("grid", cells=(8, 6, 6))
         results = []
-        for overlap in (False, True):
+        for overlap in ((), ("poisson",)):
             case = case.replace("parallel", proc_grid=proc_grid, overlap=overlap)
             solver = IncompressibleSolver.from_case(case, comm, "estimate")
-            assert solver.overlap is overlap
+            assert solver.overlap is bool(overlap)
             for _ in range(2):
                 solver.step(case.time.dt or 1e-3)
             results.append([solver.cell_field(name) for name in solver.fields])

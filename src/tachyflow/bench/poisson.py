@@ -14,8 +14,8 @@ form. The peers, on the same grid and process grid, interleaved with ours sample
   directions), verified by the round trip returning its input.
 
 ``speedup_vs_peer`` is against the first verified one (2DECOMP&FFT's Poisson solve when
-built), ``speedup_vs_peers`` against each. Ours is timed with overlapped transposes (the
-default), blocking ones and overlapped with progress calls, interleaved
+built), ``speedup_vs_peers`` against each. Ours is timed with blocking transposes (the
+default), overlapped ones, and overlapped with progress calls, interleaved
 (:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups).
 """
 
@@ -65,7 +65,7 @@ def eigenfunction(decomposition: PencilDecomposition, grid: StaggeredGrid):
 
 
 def _our_candidates(decomposition, grid) -> list[Candidate]:
-    """Ours with overlapped transposes, blocking ones, and overlapped with progress calls
+    """Ours with blocking transposes, overlapped ones, and overlapped with progress calls
     (:mod:`tachyflow.bench.overlap`), each verified."""
     solver = PoissonSolver(decomposition, grid)
     solution, eigenvalue = eigenfunction(decomposition, grid)

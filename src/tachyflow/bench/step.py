@@ -14,7 +14,7 @@ channel on the same grid, process grid and Δt right after ours, as its own MPI 
 by ``tachyflow bench step -n N`` (:mod:`tachyflow.bench.cans_peer`); its median step time
 over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 
-Ours is timed with overlapped transposes (the default), blocking ones and overlapped with
+Ours is timed with blocking transposes (the default), overlapped ones, and overlapped with
 progress calls, interleaved (:mod:`tachyflow.bench.overlap`: ``overlap`` holds the
 speed-ups); ``phases`` are over the steps of all three.
 """

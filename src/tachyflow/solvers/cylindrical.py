@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Collection
 
 import numpy as np
 
@@ -82,12 +83,13 @@ class CylindricalSolver(PencilSolver):
         0: the azimuthal viscous terms are implicit at every radius; > 0: only in the core
         ``r < theta_core_radius`` (Akselvoll & Moin's split, where ``r Δθ`` is small) and
         explicit beyond, where the time step allows it.
-    overlap : bool
-        Non-blocking transposes for the θ solves (``p_col > 1``): one component travels
-        between y- and z-pencils while another is computed; the results are the same bit
-        for bit; the Poisson solve's likewise, to round-off (``PoissonSolver(overlap)``).
-        The attribute ``overlap`` may be changed between steps, and ``progress_calls``
-        (False) makes MPI test the transfers between the stages.
+    overlap : collection of {"theta", "poisson"}
+        Where transposes overlap computation. ``"theta"``: the θ solves (``p_col > 1``),
+        one component travelling between y- and z-pencils while another is computed, the
+        same results bit for bit (attribute ``theta_overlap``); ``"poisson"``: the Poisson
+        solve's (``PoissonSolver(overlap)``, attribute ``overlap``), the same to
+        round-off. Both attributes may be changed between steps; ``progress_calls``
+        (False) makes MPI test the pending transfers between stages.
 
     Notes
     -----
@@ -146,7 +148,7 @@ class CylindricalSolver(PencilSolver):
             inflow=Inflow.from_case(config) if open_x else None,
             theta_core_radius=cylinder.theta_core_radius,
             outer_wall=cylinder.outer_wall,
-            overlap=config.parallel.overlap,
+            overlap=tuple(config.parallel.overlap),
         )
         _set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -164,7 +166,7 @@ class CylindricalSolver(PencilSolver):
         inflow: Inflow | None = None,
         theta_core_radius: float = 0.0,
         outer_wall: str = "no-slip",
-        overlap: bool = True,
+        overlap: Collection[str] = ("theta",),
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -191,8 +193,11 @@ class CylindricalSolver(PencilSolver):
         self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.transposer = Transposer(decomposition, np.float64)
+        if not set(overlap) <= {"poisson", "theta"}:
+            raise ValueError(f"overlap must name 'poisson' and/or 'theta', got {overlap!r}")
+        self.theta_overlap = "theta" in overlap
         self.poisson = PoissonSolver(
-            decomposition, grid, self.transposer, planning=planning, overlap=overlap
+            decomposition, grid, self.transposer, planning=planning, overlap="poisson" in overlap
         )
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
@@ -420,7 +425,7 @@ class CylindricalSolver(PencilSolver):
         there, back into ``increments`` on the y-pencil, then ``add`` (collective over the
         row communicator).
 
-        With :attr:`overlap` a component's transposes travel while the next one is computed
+        With ``theta_overlap`` a component's transposes travel while the next one is computed
         (:func:`~tachyflow.parallel.transpose.pipelined`); the arithmetic is the same.
         """
         lines, transposer = self._theta_lines, self.transposer
@@ -433,7 +438,7 @@ class CylindricalSolver(PencilSolver):
                 operators[index].solve(lines[index])
             return transposer.start(lines[index], "z", "y", out=increments[index])
 
-        if self.overlap:
+        if self.theta_overlap:
             pipelined(3, (to_z, solve_and_back, add), progress=self.progress_calls)
             return
         for index in range(3):

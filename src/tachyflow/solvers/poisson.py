@@ -98,7 +98,8 @@ class PoissonSolver:
         (:func:`~tachyflow.parallel.transpose.pipelined`). The same lines go through the
         same transforms: the result equals the blocking solve's to round-off. The
         attribute may be changed between solves (both ways are planned), and
-        ``progress_calls`` (False) makes MPI test the transfers between the stages.
+        ``progress_calls`` (False) makes MPI test the transfers between the stages. Off by
+        default: slower where measured (2 shared cores, docs/benchmarks.md).
     chunks : int
         Windows per stage with ``overlap`` (at most the local extent of their axis).
 
@@ -116,7 +117,7 @@ class PoissonSolver:
         grid: StaggeredGrid,
         transposer: Transposer | None = None,
         planning: str = "measure",
-        overlap: bool = True,
+        overlap: bool = False,
         chunks: int = 2,
     ):
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
