@@ -97,9 +97,10 @@ class PoissonSolver:
         x↔y), and one window travels while another is transformed or solved
         (:func:`~tachyflow.parallel.transpose.pipelined`). The same lines go through the
         same transforms: the result equals the blocking solve's to round-off. The
-        attribute may be changed between solves (both ways are planned), and
-        ``progress_calls`` (False) makes MPI test the transfers between the stages. Off by
-        default: slower where measured (2 shared cores, docs/benchmarks.md).
+        attribute may be changed between solves (the windows are planned at the first
+        overlapped one), and ``progress_calls`` (False) makes MPI test the transfers
+        between the stages. Off by default: slower where measured (2 shared cores,
+        docs/benchmarks.md).
     chunks : int
         Windows per stage with ``overlap`` (at most the local extent of their axis).
 
@@ -171,7 +172,9 @@ class PoissonSolver:
         self.volume_weights = grid.volume_weights_y
         self.overlap = bool(overlap)
         self.progress_calls = False
-        self._plan_windows(chunks, planning)
+        self._window_plan = (chunks, planning)  # planned at the first overlapped solve
+        self._x_windows: list[_Window] | None = None
+        self._z_windows: list[_Window] | None = None
 
     def _plan(self, planning: str) -> None:
         """Allocate the work arrays once and plan the four FFTs on them."""
@@ -199,7 +202,8 @@ class PoissonSolver:
 
     def _plan_windows(self, chunks: int, planning: str) -> None:
         """The overlapped solve's plans: per window a transposer of each exchange, the
-        transforms and the tridiagonal operands of its lines."""
+        transforms and the tridiagonal operands of its lines (local; planning may
+        overwrite the work arrays, which hold nothing between solves)."""
         local_x, _, local_z = self.spectral.local_shape("y")
         # Windows of the y↔z stages: x-planes (the same on every rank of a row), pieces of
         # the z-pencils.
@@ -278,6 +282,8 @@ class PoissonSolver:
                 f"{getattr(rhs, 'dtype', type(rhs).__name__)} {getattr(rhs, 'shape', '')}"
             )
         out = np.empty(expected) if out is None else out
+        if self.overlap and self._x_windows is None:
+            self._plan_windows(*self._window_plan)
         if self.z_whole:
             np.copyto(self.z_real, rhs)
             self._fft(self.z_forward)
