@@ -77,7 +77,11 @@ def _our_candidates(decomposition, grid) -> list[Candidate]:
         solver.solve(rhs, out)
         error = max(error, float(np.abs(out - solution).max(initial=0.0)))
     return overlap.candidates(
-        OURS, solver, lambda: solver.solve(rhs, out), error < 1e-10, {"max_error": error}
+        OURS,
+        lambda: solver.solve(rhs, out),
+        error < 1e-10,
+        overlap.switch_of(solver),
+        details={"max_error": error},
     )
 
 

@@ -62,7 +62,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
         np.isfinite(solver.halo.interior(solver.u)).all()
     )
     before = solver.phase_seconds()
-    candidates = overlap.candidates(OURS, solver, step, healthy)
+    candidates = overlap.candidates(OURS, step, healthy, overlap.switch_of(solver))
     measure(
         document,
         candidates,
