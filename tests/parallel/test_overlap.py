@@ -109,7 +109,7 @@ def test_overlap_places_are_checked():
         config.parse(text.replace('overlap = ["theta"]', 'overlap = ["fft"]'))
     with PencilDecomposition((4, 4, 4), None, MPI.COMM_SELF) as decomposition:
         grid = CylindricalGrid((4, 4, 4), 1.0, 1.0)
-        with pytest.raises(ValueError, match="overlap must name 'poisson' and/or 'theta'"):
+        with pytest.raises(ValueError, match="overlap must be a collection of"):
             CylindricalSolver(decomposition, grid, 0.1, overlap=("fft",))
 
 

@@ -38,6 +38,7 @@ from collections.abc import Collection
 
 import numpy as np
 
+from tachyflow.config import OVERLAP_PLACES
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics import immersed
@@ -194,8 +195,10 @@ class CylindricalSolver(PencilSolver):
         self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.transposer = Transposer(decomposition, np.float64)
-        if not set(overlap) <= {"poisson", "theta"}:
-            raise ValueError(f"overlap must name 'poisson' and/or 'theta', got {overlap!r}")
+        if isinstance(overlap, str) or not set(overlap) <= set(OVERLAP_PLACES):
+            raise ValueError(
+                f"overlap must be a collection of {OVERLAP_PLACES} names, got {overlap!r}"
+            )
         self.theta_overlap = "theta" in overlap
         self.poisson = PoissonSolver(
             decomposition, grid, self.transposer, planning=planning, overlap="poisson" in overlap

@@ -69,8 +69,9 @@ class PencilSolver(Solver):
 
     @property
     def overlap(self) -> bool:
-        """Whether transposes overlap computation (non-blocking; the same results): in the
-        Poisson solve and the solver's own transposes. May be changed between steps."""
+        """Whether the Poisson solve's transposes overlap its transforms and tridiagonal
+        solves (``PoissonSolver(overlap)``; the same results to round-off). May be
+        changed between steps."""
         return self.poisson.overlap
 
     @overlap.setter
@@ -79,7 +80,8 @@ class PencilSolver(Solver):
 
     @property
     def progress_calls(self) -> bool:
-        """Whether overlapped transposes are tested between stages (MPI progress calls)."""
+        """Whether overlapped transposes are tested between stages (MPI progress calls),
+        in the Poisson solve and in the solver's own overlapped transposes."""
         return self.poisson.progress_calls
 
     @progress_calls.setter
