@@ -199,11 +199,20 @@ class ImmersedSection:
     body: tuple[BodySection, ...] = ()
 
 
+OVERLAP_PLACES = ("poisson", "theta")
+
+
 @dataclass(frozen=True)
 class ParallelSection:
-    """``[parallel]``: the process grid (``[0, 0]``: chosen automatically)."""
+    """``[parallel]``: the process grid (``[0, 0]``: chosen automatically) and where
+    transposes overlap computation (non-blocking; the same results): ``"theta"``, the
+    cylindrical solver's θ solves, one velocity component travelling while another is
+    solved; ``"poisson"``, the Poisson solve, in windows of planes. Measured on 2 shared
+    cores (docs/benchmarks.md): the θ solves no slower, the Poisson solve slower, hence the
+    default."""
 
     proc_grid: tuple[int, int] = (0, 0)
+    overlap: tuple[str, ...] = ("theta",)
 
 
 @dataclass(frozen=True)
@@ -699,6 +708,12 @@ def _validate(config: Config, source: str) -> None:
         "parallel.proc_grid",
         "two integers >= 0",
         config.parallel.proc_grid,
+    )
+    require(
+        set(config.parallel.overlap) <= set(OVERLAP_PLACES),
+        "parallel.overlap",
+        f"a list of {' and '.join(map(repr, OVERLAP_PLACES))} (where transposes overlap)",
+        list(config.parallel.overlap),
     )
 
 

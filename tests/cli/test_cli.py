@@ -151,6 +151,11 @@ def test_bench_poisson_end_to_end(tmp_path):
     ours = document["results"][0]
     assert ours["name"] == "tachyflow-poisson" and ours["verified"]
     assert ours["max_error"] < 1e-10
+    # Overlapped transposes against blocking ones, in the same run.
+    overlapped = document["results"][1]
+    assert overlapped["name"] == "tachyflow-poisson-overlapped" and overlapped["verified"]
+    assert document["overlap"]["speedup"] == ours["median"] / overlapped["median"]
+    assert "overlapped transposes:" in result.stdout
 
 
 def test_run_writes_the_output_folder_and_restarts(tmp_path):
@@ -228,7 +233,11 @@ def test_bench_step_end_to_end(tmp_path):
     assert "memory-traffic bound" in result.stdout
     document = json.loads((tmp_path / "step_8x8x6_2x1.json").read_text())
     entry = document["results"][0]
+    assert entry["name"] == "tachyflow-step"
     assert entry["verified"] and entry["ratio_to_memory_bound"] > 0
+    overlapped = document["results"][1]
+    assert overlapped["name"] == "tachyflow-step-overlapped" and overlapped["verified"]
+    assert document["overlap"]["speedup"] == entry["median"] / overlapped["median"]
     assert document["model"]["copies_per_step"] == 12
     assert {"fft", "advection", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())

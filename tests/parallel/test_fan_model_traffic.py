@@ -1,29 +1,37 @@
 """The scaling model's transposes, halo exchanges and allreduces per step of the axial fan
-are the solver's, on every process grid of 1, 2 and 3 ranks."""
+are the solver's, on every process grid of 1, 2 and 3 ranks, with overlapped transposes
+and without."""
 
 import functools
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.bench.fan_model import step_traffic
+from tachyflow.parallel import Transposer
 from tachyflow.parallel.pencil import process_grids
 from tachyflow.solvers.cylindrical import CylindricalSolver
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])
-def test_a_step_communicates_as_the_model_counts():
+@pytest.mark.parametrize("overlap", [("theta", "poisson"), ()])
+def test_a_step_communicates_as_the_model_counts(monkeypatch, overlap):
+    calls = dict.fromkeys(("real", "complex", "halo", "allreduce"), 0)
+    # Blocking and non-blocking transposes alike; a window of a pencil (the overlapped
+    # Poisson solve) counts as its share of a whole transpose.
+    for method in ("transpose", "start"):
+        monkeypatch.setattr(
+            Transposer, method, _counting_transposes(calls, getattr(Transposer, method))
+        )
     for proc_grid in process_grids(MPI.COMM_WORLD.size):
         case = config.load("axial-fan").replace("grid", cells=(12, 6, 6))
-        case = case.replace("parallel", proc_grid=proc_grid)
+        case = case.replace("parallel", proc_grid=proc_grid, overlap=overlap)
         fan = CylindricalSolver.from_case(case, MPI.COMM_WORLD, "estimate")
-        calls = dict.fromkeys(("real", "complex", "halo", "allreduce"), 0)
+        calls.update(dict.fromkeys(calls, 0))
         counting = functools.partial(_counting, calls)
-
-        fan.transposer.transpose = counting("real", fan.transposer.transpose)
-        complex_transposer = fan.poisson.complex_transposer
-        complex_transposer.transpose = counting("complex", complex_transposer.transpose)
         fan.halo.exchange = counting("halo", fan.halo.exchange)
         fan.decomposition.sum = counting("allreduce", fan.decomposition.sum)
         fan.decomposition.sum_arrays = counting("allreduce", fan.decomposition.sum_arrays)
@@ -45,5 +53,21 @@ def _counting(calls: dict, name: str, function):
     def counted(*arguments, **keywords):
         calls[name] += 1
         return function(*arguments, **keywords)
+
+    return counted
+
+
+def _counting_transposes(calls: dict, method):
+    """``Transposer.method``, adding the share of a whole transpose it moves to
+    ``calls["real"]`` or ``calls["complex"]``."""
+
+    def counted(transposer, *arguments, **keywords):
+        share = Fraction(1)
+        if transposer.window is not None:
+            axis, start, stop = transposer.window
+            source = "y" if axis == 0 else "x"
+            share = Fraction(stop - start, transposer.decomposition.local_shape(source)[axis])
+        calls["complex" if transposer.dtype == np.complex128 else "real"] += share
+        return method(transposer, *arguments, **keywords)
 
     return counted

@@ -14,7 +14,9 @@ form. The peers, on the same grid and process grid, interleaved with ours sample
   directions), verified by the round trip returning its input.
 
 ``speedup_vs_peer`` is against the first verified one (2DECOMP&FFT's Poisson solve when
-built), ``speedup_vs_peers`` against each.
+built), ``speedup_vs_peers`` against each. Ours is timed with blocking transposes (the
+default), overlapped ones, and overlapped with progress calls, interleaved
+(:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow import runtime
-from tachyflow.bench import decomp_peer
+from tachyflow.bench import decomp_peer, overlap
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
@@ -33,6 +35,7 @@ from tachyflow.parallel import PencilDecomposition
 from tachyflow.solvers.poisson import PoissonSolver
 
 PEER_NAME = "mpi4py-fft"
+OURS = "tachyflow-poisson"
 LENGTHS = (2 * np.pi, 2.0, np.pi)
 
 
@@ -61,17 +64,23 @@ def eigenfunction(decomposition: PencilDecomposition, grid: StaggeredGrid):
     return np.ascontiguousarray(field), eigenvalue
 
 
-def _our_candidate(decomposition, grid) -> Candidate:
+def _our_candidates(decomposition, grid) -> list[Candidate]:
+    """Ours with blocking transposes, overlapped ones, and overlapped with progress calls
+    (:mod:`tachyflow.bench.overlap`), each verified."""
     solver = PoissonSolver(decomposition, grid)
     solution, eigenvalue = eigenfunction(decomposition, grid)
     rhs = eigenvalue * solution
     out = np.empty_like(rhs)
-    solver.solve(rhs, out)
-    error = float(np.abs(out - solution).max(initial=0.0))
-    return Candidate(
-        "tachyflow-poisson",
+    error = 0.0
+    for overlapped in (True, False):
+        solver.overlap = overlapped
+        solver.solve(rhs, out)
+        error = max(error, float(np.abs(out - solution).max(initial=0.0)))
+    return overlap.candidates(
+        OURS,
         lambda: solver.solve(rhs, out),
         error < 1e-10,
+        overlap.switch_of(solver),
         details={"max_error": error},
     )
 
@@ -125,7 +134,7 @@ def run_poisson_benchmark(
         boundaries="x, z periodic; y walls (Neumann)",
     )
     document = new_results("poisson", params, comm)
-    candidates = [_our_candidate(decomposition, grid)]
+    candidates = _our_candidates(decomposition, grid)
     cleanups = []
     missing = {}
     if peer and decomp_folder is not None:
@@ -150,6 +159,7 @@ def run_poisson_benchmark(
         document["peers_missing"] = missing
     shape_text = "x".join(map(str, decomposition.global_shape))
     measure(document, candidates, comm, repeats, warmup, f"poisson {shape_text}")
+    overlap.record(document, OURS)
     for cleanup in cleanups:
         cleanup()
     decomposition.free()

@@ -14,7 +14,7 @@ from tachyflow.parallel.pencil import (
 )
 from tachyflow.parallel.sparse_gather import NoiseSourceExchange
 from tachyflow.parallel.structured_blocks import StructuredBlocks
-from tachyflow.parallel.transpose import Transposer, TransposeRequest
+from tachyflow.parallel.transpose import Transposer, TransposeRequest, pipelined
 
 __all__ = [
     "HaloExchange",
@@ -26,6 +26,7 @@ __all__ = [
     "Transposer",
     "choose_process_grid",
     "parse_proc_grid",
+    "pipelined",
     "process_grids",
     "split_bounds",
 ]

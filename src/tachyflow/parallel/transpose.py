@@ -22,6 +22,9 @@ serial decomposition makes no MPI calls.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,9 +51,16 @@ def _axis_slice(axis: int, start: int, stop: int) -> tuple[slice, ...]:
     return tuple(index)
 
 
-def _leading_axes_trivial(shape, axis: int) -> bool:
-    """True when slabs cut along ``axis`` are contiguous in a C-ordered array of ``shape``."""
-    return all(extent == 1 for extent in shape[:axis])
+def _contiguous_offset(shape, index: tuple[slice, ...]) -> int | None:
+    """Flat offset of the box ``index`` of a C-ordered array of ``shape`` if the box is one
+    contiguous run of elements, else None. It is when the axes before its first axis of
+    extent > 1 have extent 1 and the axes after it are whole."""
+    bounds = [part.indices(extent)[:2] for part, extent in zip(index, shape, strict=True)]
+    extents = [stop - start for start, stop in bounds]
+    first = next((axis for axis, extent in enumerate(extents) if extent != 1), len(shape))
+    if any(extents[axis] != shape[axis] for axis in range(first + 1, len(shape))):
+        return None
+    return sum(start * math.prod(shape[axis + 1 :]) for axis, (start, _) in enumerate(bounds))
 
 
 @dataclass
@@ -63,7 +73,14 @@ class _Exchange:
     """The plan of one transpose direction over one sub-communicator, built once."""
 
     def __init__(
-        self, decomposition: PencilDecomposition, source: str, target: str, dtype, method: str
+        self,
+        decomposition: PencilDecomposition,
+        source: str,
+        target: str,
+        dtype,
+        method: str,
+        window: tuple[int, int, int] | None,
+        local_shape: Callable[[str], tuple[int, ...]],
     ):
         from mpi4py.util import dtlib
 
@@ -74,19 +91,26 @@ class _Exchange:
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = decomposition.local_shape(source)
-        self.output_shape = decomposition.local_shape(target)
+        self.input_shape = local_shape(source)
+        self.output_shape = local_shape(target)
         scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
         gather_bounds = decomposition.axis_bounds(gather_axis, over)
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
-        # from peer s: the slab of the output in s's piece of the gather axis.
+        # from peer s: the slab of the output in s's piece of the gather axis. In a whole
+        # y-pencil, within the window (a range of the axis the exchange leaves alone).
+        def block(axis, start, stop, orientation):
+            index = list(_axis_slice(axis, start, stop))
+            if window is not None and orientation == "y":
+                index[window[0]] = slice(window[1], window[2])
+            return tuple(index)
+
         self.send_slices = [
-            _axis_slice(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1])
+            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], source)
             for d in range(self.size)
         ]
         self.receive_slices = [
-            _axis_slice(gather_axis, gather_bounds[s], gather_bounds[s + 1])
+            block(gather_axis, gather_bounds[s], gather_bounds[s + 1], target)
             for s in range(self.size)
         ]
         self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
@@ -100,24 +124,17 @@ class _Exchange:
         self.receive_counts[self.me] = 0
         self.send_displacements = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
         self.receive_displacements = np.concatenate(([0], np.cumsum(self.receive_counts)[:-1]))
-        self.send_in_place = _leading_axes_trivial(self.input_shape, scatter_axis)
-        self.receive_in_place = _leading_axes_trivial(self.output_shape, gather_axis)
+        # Blocks that are contiguous runs of the array are sent or received in place.
+        send_offsets = [_contiguous_offset(self.input_shape, part) for part in self.send_slices]
+        receive_offsets = [
+            _contiguous_offset(self.output_shape, part) for part in self.receive_slices
+        ]
+        self.send_in_place = None not in send_offsets
+        self.receive_in_place = None not in receive_offsets
         if self.send_in_place:
-            self.send_displacements = np.array(
-                [
-                    int(np.prod(self.input_shape[scatter_axis + 1 :])) * scatter_bounds[d]
-                    for d in range(self.size)
-                ],
-                dtype=np.int64,
-            )
+            self.send_displacements = np.array(send_offsets, dtype=np.int64)
         if self.receive_in_place:
-            self.receive_displacements = np.array(
-                [
-                    int(np.prod(self.output_shape[gather_axis + 1 :])) * gather_bounds[s]
-                    for s in range(self.size)
-                ],
-                dtype=np.int64,
-            )
+            self.receive_displacements = np.array(receive_offsets, dtype=np.int64)
         if method == "alltoallw" and self.size > 1:
             self._build_datatypes(decomposition)
         self._free_buffers: list[_Buffers] = []
@@ -245,6 +262,10 @@ class _PendingExchange:
             self.done = True
         return self.out
 
+    def test(self) -> None:
+        if self.request is not None and not self.done:
+            self.request.Test()  # a completed request becomes MPI.REQUEST_NULL
+
 
 class TransposeRequest:
     """Handle of a transpose started with :meth:`Transposer.start`.
@@ -260,6 +281,69 @@ class TransposeRequest:
         """Complete the transpose and return the output array."""
         return self._pending.wait()
 
+    def test(self) -> None:
+        """Let MPI advance the transfer (local; the wheel's MPICH moves non-blocking
+        collectives only inside MPI calls). The output is valid only after :meth:`wait`."""
+        self._pending.test()
+
+
+def pipelined(
+    count: int,
+    stages: Sequence[Callable[[int], TransposeRequest | None]],
+    progress: bool = False,
+    waiting: Callable[[], AbstractContextManager] | None = None,
+) -> None:
+    """Pass ``count`` items through ``stages`` so that one item's transposes travel while
+    another item is computed.
+
+    Stage ``s`` of item ``i`` runs at step ``i + s``, the stages of a step in order; it is
+    called as ``stages[s](i)`` after the request that stage ``s - 1`` of item ``i`` returned
+    (if any) has been waited for, and returns the request of the transpose it started, or
+    None. With three items and three stages (compute and start y→z; wait, compute, start
+    z→y; wait, use) item 1 is computed while item 0 travels to the z-pencils, and so on.
+    With ``progress`` every pending request is tested after each stage (cheap progress
+    calls). ``waiting``, if given, makes the context every wait runs in (a timer).
+    Collective as the stages are: every rank of a sub-communicator must run the
+    same stages in the same order.
+    """
+    pending: dict[tuple[int, int], TransposeRequest | None] = {}
+    for step in range(count + len(stages) - 1):
+        for index, stage in enumerate(stages):
+            item = step - index
+            if not 0 <= item < count:
+                continue
+            request = pending.pop((item, index - 1), None)
+            if request is not None:
+                with waiting() if waiting else nullcontext():
+                    request.wait()
+            pending[(item, index)] = stage(item)
+            if progress:
+                for other in pending.values():
+                    if other is not None:
+                        other.test()
+    with waiting() if waiting else nullcontext():
+        for request in pending.values():
+            if request is not None:
+                request.wait()
+
+
+def _window_pairs(decomposition: PencilDecomposition, window) -> tuple[tuple[str, str], ...]:
+    """The transposes that leave the window's axis alone; the window checked."""
+    try:
+        axis, start, stop = (int(value) for value in window)
+    except (TypeError, ValueError):
+        raise TypeError(f"window must be (axis, start, stop), got {window!r}") from None
+    pairs = {0: (("y", "z"), ("z", "y")), 2: (("x", "y"), ("y", "x"))}.get(axis)
+    if pairs is None:
+        raise ValueError(f"a window's axis must be 0 (y<->z) or 2 (x<->y), got {axis}")
+    extent = decomposition.local_shape(pairs[0][0])[axis]
+    if not 0 <= start <= stop <= extent:
+        raise ValueError(
+            f"window {window!r}: need 0 <= start <= stop <= {extent} (the local extent of "
+            f"axis {axis} on rank {decomposition.rank})"
+        )
+    return pairs
+
 
 class Transposer:
     """Moves arrays between the x-, y- and z-pencils of a :class:`PencilDecomposition`.
@@ -274,6 +358,15 @@ class Transposer:
     method : {"alltoallv", "alltoallw"}
         How data moves (see the module docstring); ``"alltoallv"``, measured faster here,
         is the default.
+    window : (int, int, int), optional
+        ``(axis, start, stop)``: move only the local indices ``start:stop`` of ``axis``,
+        an axis the transposes leave alone: x-planes (0) between y- and z-pencils, or
+        z-planes (2) between y- and x-pencils, which are then the only transposes planned.
+        The y-pencil is whole and only its window moves (the rest of an output y-pencil is
+        left untouched); the other pencil holds the window alone (shape
+        :meth:`local_shape`: ``z_pencil[start:stop]`` of a whole z-pencil, or an x-pencil
+        array of its own). Windows of one pencil can travel in separate, overlapping
+        transposes (:func:`pipelined`).
 
     Notes
     -----
@@ -286,7 +379,11 @@ class Transposer:
     """
 
     def __init__(
-        self, decomposition: PencilDecomposition, dtype=np.float64, method: str = DEFAULT_METHOD
+        self,
+        decomposition: PencilDecomposition,
+        dtype=np.float64,
+        method: str = DEFAULT_METHOD,
+        window: tuple[int, int, int] | None = None,
     ):
         if method not in METHODS:
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
@@ -298,13 +395,29 @@ class Transposer:
             raise TypeError(f"transposes move real or complex arrays, got dtype {self.dtype}")
         self.decomposition = decomposition
         self.method = method
+        pairs = tuple(_EXCHANGES)
+        if window is not None:
+            pairs = _window_pairs(decomposition, window)
+        self.window = None if window is None else tuple(int(value) for value in window)
         self._exchanges = {
-            pair: _Exchange(decomposition, *pair, self.dtype, method) for pair in _EXCHANGES
+            pair: _Exchange(
+                decomposition, *pair, self.dtype, method, self.window, self.local_shape
+            )
+            for pair in pairs
         }
         self._scratch_y: np.ndarray | None = None
 
+    def local_shape(self, orientation: str) -> tuple[int, ...]:
+        """Shape of the ``orientation``-pencil arrays this Transposer moves: the local
+        pencil's, or with a window, the window's extent along its axis but in a y-pencil."""
+        shape = self.decomposition.local_shape(orientation)
+        if self.window is None or orientation == "y":
+            return shape
+        axis, start, stop = self.window
+        return tuple(stop - start if index == axis else n for index, n in enumerate(shape))
+
     def _check(self, array, orientation: str, role: str) -> None:
-        expected = self.decomposition.local_shape(orientation)
+        expected = self.local_shape(orientation)
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{role} must be a numpy array, got {type(array).__name__}")
         if array.dtype != self.dtype:
@@ -313,7 +426,8 @@ class Transposer:
             )
         if array.shape != expected:
             raise ValueError(
-                f"{role} has shape {array.shape} but the local {orientation}-pencil on rank "
+                f"{role} has shape {array.shape} but the local {orientation}-pencil"
+                f"{' window' if self.window and orientation != 'y' else ''} on rank "
                 f"{self.decomposition.rank} has shape {expected}"
             )
         if not array.flags.c_contiguous:
@@ -323,7 +437,7 @@ class Transposer:
         source, target = check_orientation(source), check_orientation(target)
         self._check(array, source, "input array")
         if out is None:
-            out = np.empty(self.decomposition.local_shape(target), dtype=self.dtype)
+            out = np.empty(self.local_shape(target), dtype=self.dtype)
         else:
             self._check(out, target, "output array")
         return source, target, out
@@ -341,6 +455,11 @@ class Transposer:
             return out
         if (source, target) in self._exchanges:
             return self._exchanges[(source, target)].run(array, out)
+        if self.window is not None:
+            raise ValueError(
+                f"a Transposer of a window moves {' and '.join(map('->'.join, self._exchanges))}"
+                f" only, got {source}->{target}"
+            )
         if self._scratch_y is None:
             self._scratch_y = self.decomposition.zeros("y", self.dtype)
         self._exchanges[(source, "y")].run(array, self._scratch_y)
@@ -357,8 +476,8 @@ class Transposer:
         source, target, out = self._prepare(array, source, target, out)
         if (source, target) not in self._exchanges:
             raise ValueError(
-                f"start() moves between adjacent orientations (x<->y, y<->z), got "
-                f"{source}->{target}; use transpose() for x<->z"
+                f"start() moves between adjacent orientations (x<->y, y<->z) that this "
+                f"Transposer plans, got {source}->{target}"
             )
         return TransposeRequest(self._exchanges[(source, target)].start(array, out))
 

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Collection
 
 import numpy as np
 
+from tachyflow.config import OVERLAP_PLACES
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics import immersed
@@ -44,6 +46,7 @@ from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.runge_kutta import RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredPeriodicDiffusion, FactoredTridiagonal
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
+from tachyflow.parallel.transpose import TransposeRequest, pipelined
 from tachyflow.solvers.base import register
 from tachyflow.solvers.incompressible import Forcing
 from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
@@ -81,6 +84,13 @@ class CylindricalSolver(PencilSolver):
         0: the azimuthal viscous terms are implicit at every radius; > 0: only in the core
         ``r < theta_core_radius`` (Akselvoll & Moin's split, where ``r Δθ`` is small) and
         explicit beyond, where the time step allows it.
+    overlap : collection of {"theta", "poisson"}
+        Where transposes overlap computation. ``"theta"``: the θ solves (``p_col > 1``),
+        one component travelling between y- and z-pencils while another is computed, the
+        same results bit for bit (attribute ``theta_overlap``); ``"poisson"``: the Poisson
+        solve's (``PoissonSolver(overlap)``, attribute ``overlap``), the same to
+        round-off. Both attributes may be changed between steps; ``progress_calls``
+        (False) makes MPI test the pending transfers between stages.
 
     Notes
     -----
@@ -95,7 +105,8 @@ class CylindricalSolver(PencilSolver):
         "step", "time", "dt", "cfl", "kinetic_energy", "bulk_velocity", "wall_shear",
         "inner_torque", "outer_torque", "pressure_gradient", "max_divergence",
     )  # fmt: skip
-    BYTES_PER_CELL, BASE_BYTES = 140, 300 * 2**20  # as the Cartesian solver, with θ-pencils
+    # As the Cartesian solver, with the three θ-pencils of the pipelined θ solves.
+    BYTES_PER_CELL, BASE_BYTES = 156, 300 * 2**20
 
     @classmethod
     def memory_per_rank(cls, config, ranks: int) -> tuple[int, int]:
@@ -139,6 +150,7 @@ class CylindricalSolver(PencilSolver):
             inflow=Inflow.from_case(config) if open_x else None,
             theta_core_radius=cylinder.theta_core_radius,
             outer_wall=cylinder.outer_wall,
+            overlap=tuple(config.parallel.overlap),
         )
         _set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -156,6 +168,7 @@ class CylindricalSolver(PencilSolver):
         inflow: Inflow | None = None,
         theta_core_radius: float = 0.0,
         outer_wall: str = "no-slip",
+        overlap: Collection[str] = ("theta",),
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -182,7 +195,14 @@ class CylindricalSolver(PencilSolver):
         self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.transposer = Transposer(decomposition, np.float64)
-        self.poisson = PoissonSolver(decomposition, grid, self.transposer, planning=planning)
+        if isinstance(overlap, str) or not set(overlap) <= set(OVERLAP_PLACES):
+            raise ValueError(
+                f"overlap must be a collection of {OVERLAP_PLACES} names, got {overlap!r}"
+            )
+        self.theta_overlap = "theta" in overlap
+        self.poisson = PoissonSolver(
+            decomposition, grid, self.transposer, planning=planning, overlap="poisson" in overlap
+        )
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
@@ -217,6 +237,9 @@ class CylindricalSolver(PencilSolver):
         )  # fmt: skip
         rows = np.arange(z_pencil.start[1], z_pencil.stop[1])
         self._theta_implicit = rows < self.core_rows
+        self._theta_lines = (
+            None if self.theta_whole else tuple(decomposition.zeros("z") for _ in range(3))
+        )
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -367,40 +390,76 @@ class CylindricalSolver(PencilSolver):
         self._implicit_cache[key] = operators
         return operators
 
-    def _solve_theta(self, increment: np.ndarray, operator: FactoredPeriodicDiffusion):
-        """``operator``'s inverse along θ, in place (on the z-pencils; collective)."""
-        if self.theta_whole:
-            operator.solve(increment)
-            return
-        lines = self.transposer.transpose(increment, "y", "z")
-        operator.solve(lines)
-        self.transposer.transpose(lines, "z", "y", out=increment)
-
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
         explicit, implicit = self._explicit_and_implicit_terms()
         operators = self._radial_operators(alpha * dt)
         theta_operators = self._theta_operators(alpha * dt) if self.grid.shape[2] >= 3 else None
-        for index, field in enumerate((self.u, self.q, self.w)):
+        fields = (self.u, self.q, self.w)
+        outflows = [None, None, None]
+
+        def radially_solved(index: int) -> np.ndarray:
+            """The RK3 increment of component ``index`` after the radial implicit solve."""
             previous = self._previous[index] if rho else explicit[index]
             increment = rk3_increment(
                 dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
             )
             if index == 1:
                 increment[:, -1, :] = 0.0  # the outer wall face
-            outflow = None
             if index == 0 and self.inflow is not None and self._owns_outflow:
-                outflow = increment[-1].copy()  # not diffused: the outflow condition
+                outflows[0] = increment[-1].copy()  # not diffused: the outflow condition
             with self.timer("implicit"):
                 operators[index].solve(increment)
-                if theta_operators is not None:
-                    self._solve_theta(increment, theta_operators[index])
-            if outflow is not None:
-                increment[-1] = outflow
-            self.halo.interior(field)[...] += increment
+            return increment
+
+        def add(index: int) -> None:
+            if outflows[index] is not None:
+                implicit[index][-1] = outflows[index]
+            self.halo.interior(fields[index])[...] += implicit[index]
+
+        if theta_operators is None:
+            for index in range(3):
+                radially_solved(index)
+                add(index)
+        elif self.theta_whole:
+            for index in range(3):
+                increment = radially_solved(index)
+                with self.timer("implicit"):
+                    theta_operators[index].solve(increment)
+                add(index)
+        else:
+            self._solve_theta_on_z_pencils(radially_solved, theta_operators, implicit, add)
         self._previous = explicit
         self._project(alpha * dt)
+
+    def _solve_theta_on_z_pencils(self, radially_solved, operators, increments, add) -> None:
+        """Each component: its radially solved increment to the z-pencils, the θ solve
+        there, back into ``increments`` on the y-pencil, then ``add`` (collective over the
+        row communicator).
+
+        With ``theta_overlap`` a component's transposes travel while the next one is computed
+        (:func:`~tachyflow.parallel.transpose.pipelined`); the arithmetic is the same.
+        """
+        lines, transposer = self._theta_lines, self.transposer
+
+        def to_z(index: int) -> TransposeRequest:
+            return transposer.start(radially_solved(index), "y", "z", out=lines[index])
+
+        def solve_and_back(index: int) -> TransposeRequest:
+            with self.timer("implicit"):
+                operators[index].solve(lines[index])
+            return transposer.start(lines[index], "z", "y", out=increments[index])
+
+        if self.theta_overlap:
+            pipelined(3, (to_z, solve_and_back, add), progress=self.progress_calls)
+            return
+        for index in range(3):
+            transposer.transpose(radially_solved(index), "y", "z", out=lines[index])
+            with self.timer("implicit"):
+                operators[index].solve(lines[index])
+            transposer.transpose(lines[index], "z", "y", out=increments[index])
+            add(index)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
         """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""

@@ -76,6 +76,10 @@ class IncompressibleSolver(PencilSolver):
         convective outflow at the other end.
     wall_condition : {"no-slip", "slip"}
         What the walls in y impose on ``u`` and ``w``: no slip, or no stress.
+    overlap : bool
+        The Poisson solve's transposes overlap its transforms and tridiagonal solves
+        (``PoissonSolver(overlap)``; the same result to round-off). The attribute
+        ``overlap`` may be changed between steps. Off by default (slower where measured).
 
     Notes
     -----
@@ -134,6 +138,7 @@ class IncompressibleSolver(PencilSolver):
         solver = cls(
             decomposition, grid, config.flow.viscosity, forcing, planning=planning,
             inflow=inflow, wall_condition=grid_config.wall_condition,
+            overlap="poisson" in config.parallel.overlap,
         )  # fmt: skip
         set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -148,6 +153,7 @@ class IncompressibleSolver(PencilSolver):
         planning: str = "measure",
         inflow: Inflow | None = None,
         wall_condition: str = "no-slip",
+        overlap: bool = False,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -168,7 +174,7 @@ class IncompressibleSolver(PencilSolver):
         self._set_up_inflow(inflow, 0.0)
         self.walls = not grid.periodic_y
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
-        self.poisson = PoissonSolver(decomposition, grid, planning=planning)
+        self.poisson = PoissonSolver(decomposition, grid, planning=planning, overlap=overlap)
         self.timer = PhaseTimer()
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z

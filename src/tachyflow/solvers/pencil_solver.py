@@ -67,6 +67,27 @@ class PencilSolver(Solver):
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
 
+    @property
+    def overlap(self) -> bool:
+        """Whether the Poisson solve's transposes overlap its transforms and tridiagonal
+        solves (``PoissonSolver(overlap)``; the same results to round-off). May be
+        changed between steps."""
+        return self.poisson.overlap
+
+    @overlap.setter
+    def overlap(self, value: bool) -> None:
+        self.poisson.overlap = bool(value)
+
+    @property
+    def progress_calls(self) -> bool:
+        """Whether overlapped transposes are tested between stages (MPI progress calls),
+        in the Poisson solve and in the solver's own overlapped transposes."""
+        return self.poisson.progress_calls
+
+    @progress_calls.setter
+    def progress_calls(self, value: bool) -> None:
+        self.poisson.progress_calls = bool(value)
+
     def coordinates(self, component: str):
         """Broadcastable coordinates along axes 0, 1, 2 (x, y, z, or x, r, θ) of this
         rank's points of ``"u"``, ``"v"``, ``"w"`` (each half a cell up along its own

@@ -24,8 +24,11 @@ and its two transposes are skipped.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +36,8 @@ from tachyflow.numerics import fft
 from tachyflow.numerics.fft import AxisTransform
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import solve_tridiagonal_lines
-from tachyflow.parallel import PencilDecomposition, Transposer
+from tachyflow.parallel import PencilDecomposition, Transposer, split_bounds
+from tachyflow.parallel.transpose import TransposeRequest, pipelined
 
 
 class PhaseTimer:
@@ -55,6 +59,24 @@ class PhaseTimer:
         self.seconds[self._phase] += time.perf_counter() - self._start
 
 
+@dataclass
+class _Window:
+    """The plans of one window of the overlapped solve (see ``PoissonSolver(overlap)``)."""
+
+    spectral: Transposer
+    forward: AxisTransform
+    backward: AxisTransform
+    real: Transposer | None = None
+    z_real: np.ndarray | None = None  # the window's pieces of the z-pencils
+    z_spectrum: np.ndarray | None = None
+    x_spectrum: np.ndarray | None = None  # the window's x-pencil
+    lines: tuple[slice, ...] | None = None
+    shift: np.ndarray | None = None
+    pinned: np.ndarray | None = None
+    scaled_shift: np.ndarray | None = None
+    has_zero_mode: bool = False
+
+
 class PoissonSolver:
     """Solves ``∇² p = f`` for fields distributed as y-pencils.
 
@@ -69,6 +91,18 @@ class PoissonSolver:
         A float64 transposer of ``decomposition`` to share; one is made if not given.
     planning : {"estimate", "measure", "patient"}
         FFTW planning effort, spent once at construction.
+    overlap : bool
+        Overlap transposes with computation: the data of each transpose stage is cut into
+        ``chunks`` windows along the axis it leaves alone (x-planes for y↔z, z-planes for
+        x↔y), and one window travels while another is transformed or solved
+        (:func:`~tachyflow.parallel.transpose.pipelined`). The same lines go through the
+        same transforms: the result equals the blocking solve's to round-off. The
+        attribute may be changed between solves (the windows are planned at the first
+        overlapped one), and ``progress_calls`` (False) makes MPI test the transfers
+        between the stages. Off by default: slower where measured (2 shared cores,
+        docs/benchmarks.md).
+    chunks : int
+        Windows per stage with ``overlap`` (at most the local extent of their axis).
 
     Notes
     -----
@@ -84,7 +118,11 @@ class PoissonSolver:
         grid: StaggeredGrid,
         transposer: Transposer | None = None,
         planning: str = "measure",
+        overlap: bool = False,
+        chunks: int = 2,
     ):
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ValueError(f"chunks must be an integer >= 1, got {chunks!r}")
         if tuple(decomposition.global_shape) != tuple(grid.shape):
             raise ValueError(
                 f"decomposition shape {decomposition.global_shape} differs from grid shape "
@@ -132,6 +170,11 @@ class PoissonSolver:
             self.pinned[0, 0] = True
             self.zero_mode = (0, slice(None), 0)
         self.volume_weights = grid.volume_weights_y
+        self.overlap = bool(overlap)
+        self.progress_calls = False
+        self._window_plan = (chunks, planning)  # planned at the first overlapped solve
+        self._x_windows: list[_Window] | None = None
+        self._z_windows: list[_Window] | None = None
 
     def _plan(self, planning: str) -> None:
         """Allocate the work arrays once and plan the four FFTs on them."""
@@ -157,6 +200,68 @@ class PoissonSolver:
         self.x_forward = AxisTransform(x_data, x_data, 0, forward, planning)
         self.x_backward = AxisTransform(x_data, x_data, 0, backward, planning)
 
+    def _plan_windows(self, chunks: int, planning: str) -> None:
+        """The overlapped solve's plans: per window a transposer of each exchange, the
+        transforms and the tridiagonal operands of its lines (local; planning may
+        overwrite the work arrays, which hold nothing between solves)."""
+        local_x, _, local_z = self.spectral.local_shape("y")
+        # Windows of the y↔z stages: x-planes (the same on every rank of a row), pieces of
+        # the z-pencils.
+        self._x_windows = []
+        if not self.z_whole:
+            bounds = split_bounds(local_x, max(1, min(chunks, local_x)))
+            for start, stop in itertools.pairwise(bounds):
+                window = (0, int(start), int(stop))
+                z_real, z_spectrum = self.z_real[start:stop], self.z_spectrum[start:stop]
+                self._x_windows.append(
+                    _Window(
+                        real=Transposer(self.decomposition, np.float64, window=window),
+                        spectral=Transposer(self.spectral, np.complex128, window=window),
+                        forward=AxisTransform(z_real, z_spectrum, 2, "r2c", planning),
+                        backward=AxisTransform(z_spectrum, z_real, 2, "c2r", planning),
+                        z_real=z_real,
+                        z_spectrum=z_spectrum,
+                    )
+                )
+        # Windows of the x↔y stages: z-planes (the same on every rank of a column), each
+        # an x-pencil array of its own (so that it is sent and received in place), in the
+        # memory of the blocking solve's x-pencil.
+        self._z_windows = []
+        if not self.x_whole:
+            bounds = split_bounds(local_z, max(1, min(chunks, local_z)))
+            periodic = self.grid.periodic_x
+            memory = self.x_spectrum.reshape(-1)
+            for start, stop in itertools.pairwise(bounds):
+                transposer = Transposer(
+                    self.spectral, np.complex128, window=(2, int(start), int(stop))
+                )
+                shape = transposer.local_shape("x")
+                offset = int(np.prod(self.x_spectrum.shape[:2])) * int(start)
+                x_spectrum = memory[offset : offset + int(np.prod(shape))].reshape(shape)
+                x_data = x_spectrum if periodic else x_spectrum.view(np.float64)
+                planes = slice(start, stop)
+                self._z_windows.append(
+                    _Window(
+                        spectral=transposer,
+                        forward=AxisTransform(
+                            x_data, x_data, 0, "forward" if periodic else "dct", planning
+                        ),
+                        backward=AxisTransform(
+                            x_data, x_data, 0, "backward" if periodic else "idct", planning
+                        ),
+                        x_spectrum=x_spectrum,
+                        lines=(slice(None), slice(None), planes),
+                        shift=np.ascontiguousarray(self.shift[:, planes]),
+                        pinned=np.ascontiguousarray(self.pinned[:, planes]),
+                        scaled_shift=(
+                            None
+                            if self.scaled_shift is None
+                            else np.ascontiguousarray(self.scaled_shift[:, planes])
+                        ),
+                        has_zero_mode=self.zero_mode is not None and start == 0 < stop,
+                    )
+                )
+
     def _move(self, transposer: Transposer, array, source: str, target: str, out) -> None:
         with self.timer("transpose"):
             transposer.transpose(array, source, target, out=out)
@@ -177,36 +282,111 @@ class PoissonSolver:
                 f"{getattr(rhs, 'dtype', type(rhs).__name__)} {getattr(rhs, 'shape', '')}"
             )
         out = np.empty(expected) if out is None else out
+        if self.overlap and self._x_windows is None:
+            self._plan_windows(*self._window_plan)
         if self.z_whole:
             np.copyto(self.z_real, rhs)
+            self._fft(self.z_forward)
+        elif self.overlap:
+            self._pipeline(self._x_windows, self._forward_z_stages(rhs))
         else:
             self._move(self.real_transposer, rhs, "y", "z", self.z_real)
-        self._fft(self.z_forward)
-        if not self.z_whole:
+            self._fft(self.z_forward)
             self._move(self.complex_transposer, self.z_spectrum, "z", "y", self.y_spectrum)
-        self._transform_x(self.x_forward)
+        if self.overlap and not self.x_whole:
+            self._pipeline(self._z_windows, self._x_stages())
+        else:
+            self._transform_x(self.x_forward)
+            self._solve_lines()
+            self._transform_x(self.x_backward)
+        if self.z_whole:
+            self._fft(self.z_backward)
+            np.copyto(out, self.z_real)
+        elif self.overlap:
+            self._pipeline(self._x_windows, self._backward_z_stages(out))
+        else:
+            self._move(self.complex_transposer, self.y_spectrum, "y", "z", self.z_spectrum)
+            self._fft(self.z_backward)
+            self._move(self.real_transposer, self.z_real, "z", "y", out)
+        return out
+
+    def _solve_lines(self, window: _Window | None = None) -> None:
+        """The tridiagonal systems in y of every Fourier mode (of one window's z-planes)."""
+        if window is None:
+            lines, shift, pinned = self.y_spectrum, self.shift, self.pinned
+            scaled, zero_mode = self.scaled_shift, self.zero_mode is not None
+        else:
+            lines, shift, pinned = self.y_spectrum[window.lines], window.shift, window.pinned
+            scaled, zero_mode = window.scaled_shift, window.has_zero_mode
         with self.timer("tdma"):
             solve_tridiagonal_lines(
                 *self.bands,
-                self.y_spectrum,
-                self.shift,
-                self.pinned,
+                lines,
+                shift,
+                pinned,
                 periodic=self.grid.periodic_y,
-                scaled=self.scaled_shift,
+                scaled=scaled,
                 weights=self.azimuthal_weights,
             )
-            if self.zero_mode is not None:
+            if zero_mode:
                 line = self.y_spectrum[self.zero_mode]
                 line -= np.dot(line, self.volume_weights)
-        self._transform_x(self.x_backward)
-        if not self.z_whole:
-            self._move(self.complex_transposer, self.y_spectrum, "y", "z", self.z_spectrum)
-        self._fft(self.z_backward)
-        if self.z_whole:
-            np.copyto(out, self.z_real)
-        else:
-            self._move(self.real_transposer, self.z_real, "z", "y", out)
-        return out
+
+    # -- the overlapped solve: stages of pipelined(), one call per window ---------------------
+
+    def _pipeline(self, windows, stages) -> None:
+        pipelined(
+            len(windows),
+            [functools.partial(stage, windows) for stage in stages],
+            progress=self.progress_calls,
+            waiting=lambda: self.timer("transpose"),
+        )
+
+    def _start(self, transposer: Transposer, array, source, target, out) -> TransposeRequest:
+        with self.timer("transpose"):
+            return transposer.start(array, source, target, out=out)
+
+    def _forward_z_stages(self, rhs):
+        def to_z(windows, index):
+            return self._start(windows[index].real, rhs, "y", "z", windows[index].z_real)
+
+        def transform_and_back(windows, index):
+            window = windows[index]
+            self._fft(window.forward)
+            return self._start(window.spectral, window.z_spectrum, "z", "y", self.y_spectrum)
+
+        return to_z, transform_and_back
+
+    def _x_stages(self):
+        def to_x(windows, index):
+            window = windows[index]
+            return self._start(window.spectral, self.y_spectrum, "y", "x", window.x_spectrum)
+
+        def transform_and_back(transform):
+            def stage(windows, index):
+                window = windows[index]
+                self._fft(getattr(window, transform))
+                return self._start(window.spectral, window.x_spectrum, "x", "y", self.y_spectrum)
+
+            return stage
+
+        def solve_and_to_x(windows, index):
+            self._solve_lines(windows[index])
+            return to_x(windows, index)
+
+        return to_x, transform_and_back("forward"), solve_and_to_x, transform_and_back("backward")
+
+    def _backward_z_stages(self, out):
+        def to_z(windows, index):
+            window = windows[index]
+            return self._start(window.spectral, self.y_spectrum, "y", "z", window.z_spectrum)
+
+        def transform_and_back(windows, index):
+            window = windows[index]
+            self._fft(window.backward)
+            return self._start(window.real, window.z_real, "z", "y", out)
+
+        return to_z, transform_and_back
 
     def _transform_x(self, transform: AxisTransform) -> None:
         if self.x_whole:

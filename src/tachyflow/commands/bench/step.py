@@ -81,8 +81,8 @@ class Step(Benchmark):
         for entry in document["results"]:
             if entry["verified"]:
                 runtime.make_console().print(
-                    f"memory-traffic bound {bound * 1e3:.2f} ms per step: the step takes "
-                    f"{entry['ratio_to_memory_bound']:.1f}x the bound"
+                    f"memory-traffic bound {bound * 1e3:.2f} ms per step: {entry['name']} "
+                    f"takes {entry['ratio_to_memory_bound']:.1f}x the bound"
                 )
         if "phases" in document:
             runtime.make_console().print(
