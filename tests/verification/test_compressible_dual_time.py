@@ -2,16 +2,21 @@
 across a periodic, curved grid with physical steps of the second-order backward difference,
 each converged tightly by DP-SGS pseudo-time iterations. On a fixed grid the difference
 between runs with steps dt, dt/2, dt/4 measures the temporal error alone: it falls at
-second order."""
+second order. With huge physical steps a run ends at the steady solution."""
 
 import itertools
 
 import numpy as np
+import pytest
+from mpi4py import MPI
 
+from tachyflow import config
 from tachyflow.numerics.compressible.gas import FreeStream, conservative, primitive
 from tachyflow.numerics.compressible.metrics import BlockMetrics
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 from tachyflow.numerics.compressible.time_integration import DualTimeStepper, ImplicitStepper
+from tachyflow.solvers.compressible import CompressibleSolver
+from tests.parallel.test_compressible_dual_time import EULER
 from tests.verification.test_compressible_vortex import G, periodic_fill, periodic_grid, vortex
 
 CELLS = 16
@@ -80,3 +85,30 @@ def main():  # python -m tests.verification.test_compressible_dual_time: the doc
 
 if __name__ == "__main__":
     main()
+
+
+def test_huge_physical_steps_reach_the_steady_solution():
+    # With dt -> infinity the backward difference vanishes from the unsteady residual and
+    # its diagonal: a few physical steps of dual time stepping (CFL ramp over their
+    # pseudo-time iterations) end at the steady solution the pseudo-time iterations alone
+    # reach, on a lifting inviscid NACA 0012.
+    case = config.load("flat-plate").replace("time", dt=1e6)
+    steady = CompressibleSolver.from_case(
+        case.replace("compressible", **{**EULER, "time_stepping": "dp-sgs",
+                                        "target_residual": 1e-7}), MPI.COMM_SELF
+    )  # fmt: skip
+    while not steady.finished():
+        steady.step(1.0)
+    dual = CompressibleSolver.from_case(
+        case.replace("compressible", **{**EULER, "inner_iterations": 400,
+                                        "inner_tolerance": 1e-12}), MPI.COMM_SELF
+    )  # fmt: skip
+    for _ in range(3):
+        dual.step(1e6)
+    assert dual.pseudo_iterations == 1200 > steady.steps
+    for name in ("CL", "CD", "CM"):
+        assert dual.coefficients[name] == pytest.approx(steady.coefficients[name], abs=1e-6)
+    assert np.abs(dual.cell_field("rho") - steady.cell_field("rho")).max() < 1e-5
+    assert not dual.finished() and dual.cfl_number(1e6) == 0.0
+    steady.blocks.free()
+    dual.blocks.free()
