@@ -443,21 +443,22 @@ class CompressibleSolver(Solver):
         so far (its CFL ramp) and the last step's inner iterations and residual drop."""
         owned, names = self.metrics.owned, EQUATIONS[: self.nvar]
         pieces = {name: np.ascontiguousarray(self.U[k][owned]) for k, name in enumerate(names)}
-        previous = self.dual_stepper.previous
-        if self.dual and previous is not None:
-            pieces.update({f"previous_{name}": np.ascontiguousarray(previous[k][owned])
-                           for k, name in enumerate(names)})  # fmt: skip
         first = np.full(self.nvar, np.nan) if self.first_norms is None else self.first_norms
         scalars = {
             **self.coefficients,
             "ghost_lift": self.ghost_lift,
             "pseudo_cfl": self.pseudo_cfl,
-            "pseudo_iterations": self.pseudo_iterations,
-            "inner_iterations": self.dual_stepper.iterations,
-            "inner_residual_drop": self.dual_stepper.residual_drop,
             **{f"norm_{name}": v for name, v in zip(names, self.norms, strict=True)},
             **{f"first_norm_{name}": v for name, v in zip(names, first, strict=True)},
         }
+        if self.dual:
+            dual = self.dual_stepper
+            if dual.previous is not None:
+                pieces.update({f"previous_{name}": np.ascontiguousarray(dual.previous[k][owned])
+                               for k, name in enumerate(names)})  # fmt: skip
+            scalars.update(pseudo_iterations=self.pseudo_iterations,
+                           inner_iterations=dual.iterations,
+                           inner_residual_drop=dual.residual_drop)  # fmt: skip
         return pieces, scalars
 
     def restore_state(self, pieces, scalars) -> None:
