@@ -259,7 +259,12 @@ class CompressibleSection:
     implicit along j) iterate to a steady state with local time steps, the CFL number growing
     geometrically from ``cfl_start`` to ``cfl`` over ``cfl_ramp`` iterations, until the
     density residual falls below ``target_residual`` times its first value; ``rk3``
-    (SSP-RK3) advances in time with ``[time] cfl`` or ``dt``.
+    (SSP-RK3) advances in time with ``[time] cfl`` or ``dt``; ``dual-lu-sgs`` and
+    ``dual-dp-sgs`` (dual time stepping) advance in time by steps of ``[time] dt`` of the
+    second-order backward difference (the first a backward Euler step), each solved by
+    LU-SGS or DP-SGS pseudo-time iterations (the CFL ramp over the run's pseudo-time
+    iterations) until the density equation's unsteady residual has fallen by
+    ``inner_tolerance`` or after ``inner_iterations``.
 
     ``grid = "file"`` reads the grid from ``grid_file``, a Plot3D (``.xyz``, ``.p3d``,
     ``.p2d``, ``.x``) or CGNS (``.cgns``) file; a relative path is taken from the case
@@ -286,6 +291,8 @@ class CompressibleSection:
     time_stepping: str = "dp-sgs"
     sweeps: int = 4
     line_implicit: bool = False
+    inner_iterations: int = 30
+    inner_tolerance: float = 1e-3
     cfl: float = 30.0
     cfl_start: float = 2.0
     cfl_ramp: int = 100
@@ -295,7 +302,7 @@ class CompressibleSection:
 
 COMPRESSIBLE_SCHEMES = ("roe", "ausm+up")
 COMPRESSIBLE_LIMITERS = ("van-albada", "minmod", "none", "first-order")
-COMPRESSIBLE_TIME_STEPPING = ("lu-sgs", "dp-sgs", "rk3")
+COMPRESSIBLE_TIME_STEPPING = ("lu-sgs", "dp-sgs", "rk3", "dual-lu-sgs", "dual-dp-sgs")
 TURBULENCE_MODELS = ("laminar", "sa")
 
 
@@ -593,6 +600,9 @@ def _validate(config: Config, source: str) -> None:
     _validate_pressure(config.pressure, require)
     if config.case.solver == "compressible":
         _validate_compressible(config.compressible, require)
+        require(not config.compressible.time_stepping.startswith("dual-") or config.time.dt > 0,
+                "time.dt", "> 0, the physical time step, with compressible.time_stepping = "
+                f"{config.compressible.time_stepping!r}", config.time.dt)  # fmt: skip
 
     grid, flow, time, output = config.grid, config.flow, config.time, config.output
     require(all(n >= 1 for n in grid.cells), "grid.cells", "3 positive integers", grid.cells)
@@ -835,6 +845,11 @@ def _validate_compressible(section: CompressibleSection, require) -> None:
     require(section.time_stepping in COMPRESSIBLE_TIME_STEPPING, "compressible.time_stepping",
             f"one of {COMPRESSIBLE_TIME_STEPPING}", section.time_stepping)  # fmt: skip
     require(section.sweeps >= 1, "compressible.sweeps", ">= 1", section.sweeps)
+    require(section.inner_iterations >= 1, "compressible.inner_iterations", ">= 1",
+            section.inner_iterations)  # fmt: skip
+    require(0 < section.inner_tolerance < 1, "compressible.inner_tolerance",
+            "in (0, 1), the relative drop of the inner residual",
+            section.inner_tolerance)  # fmt: skip
     require(section.cfl_start <= section.cfl, "compressible.cfl_start",
             f"<= cfl = {section.cfl}", section.cfl_start)  # fmt: skip
     require(section.cfl_ramp >= 0, "compressible.cfl_ramp", ">= 0", section.cfl_ramp)

@@ -7,9 +7,11 @@ Cell-centred finite volumes (:mod:`tachyflow.numerics.compressible`): Roe or AUS
 fluxes of MUSCL states, second-order viscous fluxes, Spalart–Allmaras; steady flows by
 LU-SGS or DP-SGS pseudo-time iterations (one run step = one iteration; the run ends when
 the density residual reaches ``[compressible] target_residual`` relative to the first
-iteration), unsteady ones by SSP-RK3. The grid is cut into blocks by a structured block
-decomposition (``exchange`` of ghost cells, the wake cut included; physical sides from
-``boundary_sides``); each step alternates the block kernels with exchanges.
+iteration), unsteady ones by SSP-RK3 or by dual time stepping (``dual-lu-sgs``,
+``dual-dp-sgs``: one run step = one physical step of the second-order backward difference,
+solved by up to ``inner_iterations`` pseudo-time iterations). The grid is cut into blocks
+by a structured block decomposition (``exchange`` of ghost cells, the wake cut included;
+physical sides from ``boundary_sides``); each step alternates the block kernels with exchanges.
 
 Boundaries: ``j = 0`` is the wall on the grid's wall range (adiabatic no-slip, or slip
 when inviscid), a symmetry plane elsewhere unless it is the wake cut; the outer boundary is
@@ -36,7 +38,11 @@ from tachyflow.numerics.compressible.gas import FreeStream, conservative
 from tachyflow.numerics.compressible.metrics import BlockMetrics, wall_distance
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 from tachyflow.numerics.compressible.surface import force_coefficients, wall_faces
-from tachyflow.numerics.compressible.time_integration import ImplicitStepper, ssp_rk3_step
+from tachyflow.numerics.compressible.time_integration import (
+    DualTimeStepper,
+    ImplicitStepper,
+    ssp_rk3_step,
+)
 from tachyflow.parallel import pieces
 from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.compressible_grids import build_grid
@@ -102,6 +108,7 @@ class CompressibleSolver(Solver):
     statistics_columns = (
         "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
         *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,
+        "inner_iterations", "inner_residual_drop",
     )  # fmt: skip
 
     @classmethod
@@ -127,7 +134,8 @@ class CompressibleSolver(Solver):
             section.mach, section.alpha, section.reynolds, section.temperature,
             section.nu_tilde_ratio,
         )  # fmt: skip
-        self.steady = section.time_stepping != "rk3"
+        self.dual = section.time_stepping.startswith("dual-")
+        self.steady = section.time_stepping in ("lu-sgs", "dp-sgs")
         self.clock = PhaseClock()
         g = 2
         x, y = blocks.node_piece(grid.x, grid.y)
@@ -142,7 +150,7 @@ class CompressibleSolver(Solver):
         )  # fmt: skip
         self.nvar = self.discretisation.nvar
         self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
-        sweeps = section.sweeps if section.time_stepping == "dp-sgs" else 1
+        sweeps = section.sweeps if section.time_stepping.endswith("dp-sgs") else 1
         self.stepper = ImplicitStepper(
             self.discretisation,
             sweeps,
@@ -150,6 +158,11 @@ class CompressibleSolver(Solver):
             self._cut_partners(),
             line_implicit=section.line_implicit,
         )
+        self.dual_stepper = DualTimeStepper(
+            self.stepper, section.inner_iterations, section.inner_tolerance, self._sum
+        )
+        # Pseudo-time iterations so far: the CFL ramp of dual time stepping runs over them.
+        self.pseudo_iterations = 0
         self._far_field = self._far_field_points()
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
                               * np.ones(metrics.area.shape))  # fmt: skip
@@ -258,6 +271,10 @@ class CompressibleSolver(Solver):
         with self.clock("exchange"):
             self.blocks.exchange(array)
 
+    def _sum(self, values: np.ndarray) -> np.ndarray:
+        with self.clock("reductions"):
+            return self.blocks.sum(values)
+
     def _apply_conditions(self, U, viscous: bool, lift: float) -> None:
         m, fs, g = self.metrics, self.free_stream, 2
         for side, kind, _, _, start, stop in self.segments:
@@ -277,13 +294,19 @@ class CompressibleSolver(Solver):
     # -- the Solver interface ----------------------------------------------------------------
 
     def step(self, dt: float) -> None:
-        """One pseudo-time iteration (LU-SGS, DP-SGS) or one SSP-RK3 step of ``dt``."""
+        """One pseudo-time iteration (LU-SGS, DP-SGS), one SSP-RK3 step of ``dt`` or one
+        dual-time step of ``dt`` (its pseudo-time iterations timed as ``implicit``, their
+        residuals included)."""
         if self.steady:
-            self.pseudo_cfl = self._ramped_cfl()
+            self.pseudo_cfl = self._ramped_cfl(self.steps)
             with self.clock("residual"):
                 residual = self.discretisation.residual(self.U)
             with self.clock("implicit"):
                 self.stepper.step(self.U, self.pseudo_cfl, self.fill_ghosts, residual)
+        elif self.dual:
+            with self.clock("implicit"):
+                residual = self.dual_stepper.step(self.U, dt, self._inner_cfl, self.fill_ghosts)
+            self.pseudo_iterations += self.dual_stepper.iterations
         else:
             with self.clock("residual"):  # the three stages' residuals and updates
                 self.U, residual = ssp_rk3_step(self.U, dt, self.discretisation, self.fill_ghosts)
@@ -292,11 +315,17 @@ class CompressibleSolver(Solver):
         self.steps += 1
         self.time += dt
 
-    def _ramped_cfl(self) -> float:
+    def _ramped_cfl(self, iteration: int) -> float:
+        """The pseudo-time CFL number of pseudo-time iteration ``iteration`` of the run."""
         s = self.section
-        if s.cfl_ramp == 0 or self.steps >= s.cfl_ramp:
+        if s.cfl_ramp == 0 or iteration >= s.cfl_ramp:
             return s.cfl
-        return s.cfl_start * (s.cfl / s.cfl_start) ** (self.steps / s.cfl_ramp)
+        return s.cfl_start * (s.cfl / s.cfl_start) ** (iteration / s.cfl_ramp)
+
+    def _inner_cfl(self, inner: int) -> float:
+        """Dual time stepping: the ramp runs over the run's pseudo-time iterations."""
+        self.pseudo_cfl = self._ramped_cfl(self.pseudo_iterations + inner)
+        return self.pseudo_cfl
 
     def _record_norms(self, residual: np.ndarray) -> None:
         """Global L2 norms of ``R / area`` per equation, and the reference they are measured
@@ -335,7 +364,8 @@ class CompressibleSolver(Solver):
         return float(self.norms[0] / self.first_norms[0])
 
     def finished(self) -> bool:
-        """Steady runs end once the density residual reaches the target."""
+        """Steady runs end once the density residual reaches the target; unsteady ones
+        (SSP-RK3, dual time) run their steps."""
         return (
             self.steady
             and self.steps >= REFERENCE_ITERATIONS
@@ -357,9 +387,9 @@ class CompressibleSolver(Solver):
         return -self.blocks.max(-float(local))
 
     def cfl_number(self, dt: float) -> float:
-        """The CFL number of an SSP-RK3 step; 0 for pseudo-time iterations (their CFL,
-        ``pseudo_cfl``, is local and unbounded)."""
-        return 0.0 if self.steady else dt / self._unit_cfl_step()
+        """The CFL number of an SSP-RK3 step; 0 for pseudo-time iterations and dual time
+        steps, implicit and unbounded (their CFL, ``pseudo_cfl``, is local)."""
+        return dt / self._unit_cfl_step() if self.section.time_stepping == "rk3" else 0.0
 
     def _derived(self, Q: np.ndarray, name: str) -> np.ndarray:
         """Field ``name`` of :attr:`fields` from primitive variables ``Q`` (any shape)."""
@@ -408,7 +438,9 @@ class CompressibleSolver(Solver):
         vortex, the statistics), the lift in the ghosts, the pseudo-time CFL of the last
         iteration and the residual norms, the first iterations' included (what the
         relative residual and :meth:`finished` measure against). The CFL ramp follows
-        from the step."""
+        from the step. Dual time stepping adds the previous time level ``U^(n-1)``
+        (``previous_rho`` ...; absent before the first step), the pseudo-time iterations
+        so far (its CFL ramp) and the last step's inner iterations and residual drop."""
         owned, names = self.metrics.owned, EQUATIONS[: self.nvar]
         pieces = {name: np.ascontiguousarray(self.U[k][owned]) for k, name in enumerate(names)}
         first = np.full(self.nvar, np.nan) if self.first_norms is None else self.first_norms
@@ -419,14 +451,25 @@ class CompressibleSolver(Solver):
             **{f"norm_{name}": v for name, v in zip(names, self.norms, strict=True)},
             **{f"first_norm_{name}": v for name, v in zip(names, first, strict=True)},
         }
+        if self.dual:
+            dual = self.dual_stepper
+            if dual.previous is not None:
+                pieces.update({f"previous_{name}": np.ascontiguousarray(dual.previous[k][owned])
+                               for k, name in enumerate(names)})  # fmt: skip
+            scalars.update(pseudo_iterations=self.pseudo_iterations,
+                           inner_iterations=dual.iterations,
+                           inner_residual_drop=dual.residual_drop)  # fmt: skip
         return pieces, scalars
 
     def restore_state(self, pieces, scalars) -> None:
         """Continue from this block's pieces of a checkpoint, on any number of ranks
         (collective): the ghosts are filled as the step that wrote it left them, so the
-        iterations go on as if never interrupted (bitwise, on the same block layout)."""
+        iterations go on as if never interrupted (bitwise, on the same block layout). A
+        dual-time run restarted from a checkpoint without a previous time level (a steady
+        or SSP-RK3 run's) starts with a backward Euler step; other runs ignore one."""
         names = EQUATIONS[: self.nvar]
-        if set(pieces) != set(names):
+        previous_names = [f"previous_{name}" for name in names]
+        if set(pieces) - set(previous_names) != set(names):
             raise ConfigError(
                 f"the checkpoint holds {sorted(pieces)}, the {self.nvar} variables of this "
                 f"case (turbulence = {self.section.turbulence!r}) are {list(names)}"
@@ -434,6 +477,14 @@ class CompressibleSolver(Solver):
         owned = self.metrics.owned
         for k, name in enumerate(names):
             self.U[k][owned] = pieces[name]
+        self.dual_stepper.previous = None
+        if self.dual and previous_names[0] in pieces:
+            previous = self.dual_stepper.previous = np.zeros_like(self.U)
+            for k, name in enumerate(previous_names):
+                previous[k][owned] = pieces[name]
+        self.pseudo_iterations = int(scalars.get("pseudo_iterations", 0))
+        self.dual_stepper.iterations = int(scalars.get("inner_iterations", 0))
+        self.dual_stepper.residual_drop = float(scalars.get("inner_residual_drop", np.nan))
         self.coefficients = {name: float(scalars[name]) for name in COEFFICIENTS}
         self.steps, self.time = int(scalars["step"]), float(scalars["time"])
         self.pseudo_cfl = float(scalars["pseudo_cfl"])
@@ -443,8 +494,10 @@ class CompressibleSolver(Solver):
         self.fill_ghosts(self.U, lift=float(scalars["ghost_lift"]))
 
     def statistics(self) -> dict:
-        """Residuals relative to the first iteration (every equation) and the force
-        coefficients (pressure and friction parts) of the current state."""
+        """Residuals relative to the first iteration (every equation), the force
+        coefficients (pressure and friction parts) of the current state and, with dual
+        time stepping, the last step's pseudo-time iterations and the drop of their
+        residual (0 and NaN otherwise)."""
         relative = np.full(len(EQUATIONS), np.nan)
         if self.first_norms is not None:
             relative[: self.nvar] = self.norms / self.first_norms
@@ -452,6 +505,8 @@ class CompressibleSolver(Solver):
             "step": self.steps,
             "time": self.time,
             "pseudo_cfl": self.pseudo_cfl,
+            "inner_iterations": self.dual_stepper.iterations,
+            "inner_residual_drop": self.dual_stepper.residual_drop,
             "density_residual": float(relative[0]),
             **{
                 f"residual_{name}": float(v)

@@ -6,8 +6,9 @@ the Euler and Navier-Stokes equations", AIAA J. 26, 1988):
 
 ``D dU_i + sum over neighbours j of 0.5 (dF_j . n_ij S_ij - lambda_ij dU_j) = -R_i``,
 ``D = area/dt + 0.5 sum_j lambda_ij`` (plus the Spalart–Allmaras destruction coefficient in
-the fifth equation), ``dF_j = F(U_j + dU_j) - F(U_j)`` evaluated directly, so no Jacobian
-matrix is formed.
+the fifth equation, and with dual time stepping ``area * 3/(2 dt_physical)`` of the
+backward difference in physical time), ``dF_j = F(U_j + dU_j) - F(U_j)`` evaluated
+directly, so no Jacobian matrix is formed.
 
 :func:`sgs_sweeps` runs symmetric Gauss–Seidel sweeps (forward in i and j, then backward)
 over the owned cells, reading the neighbours' ``dU`` in the ghost cells as given, fixed
@@ -113,10 +114,16 @@ def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj,
                             sxj, syj, cut_partner, gamma, w, f0, f1, acc)  # fmt: skip
 
 
-def diagonal(area: np.ndarray, dt: np.ndarray, lam_i: np.ndarray, lam_j: np.ndarray):
-    """``area / dt + 0.5 * (sum of the four faces' lambda)`` per cell (padded arrays)."""
+def diagonal(area: np.ndarray, dt: np.ndarray, lam_i: np.ndarray, lam_j: np.ndarray,
+             physical_rate: float = 0.0):  # fmt: skip
+    """``area * (1 / dt + physical_rate) + 0.5 * (sum of the four faces' lambda)`` per cell
+    (padded arrays); ``physical_rate`` is the coefficient of ``U`` in the backward
+    difference of dual time stepping (``3 / (2 dt_physical)`` for BDF2), 0 in pseudo time
+    alone."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return area / dt + 0.5 * (lam_i[:-1] + lam_i[1:] + lam_j[:, :-1] + lam_j[:, 1:])
+        return area * (1.0 / dt + physical_rate) + 0.5 * (
+            lam_i[:-1] + lam_i[1:] + lam_j[:, :-1] + lam_j[:, 1:]
+        )
 
 
 @numba.njit(cache=True)

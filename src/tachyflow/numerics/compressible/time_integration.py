@@ -1,8 +1,9 @@
 """Steps of the compressible solver: implicit (LU-SGS / DP-SGS) pseudo-time steps for
-steady flows and explicit SSP-RK3 (C.-W. Shu, S. Osher, J. Comput. Phys. 77, 1988) for
-unsteady ones.
+steady flows; for unsteady ones explicit SSP-RK3 (C.-W. Shu, S. Osher, J. Comput. Phys. 77,
+1988) or dual time stepping (A. Jameson, AIAA paper 91-1596, 1991: each physical step of the
+second-order backward difference solved by the implicit pseudo-time iterations).
 
-Both take ``fill_ghosts(U)``, which fills the ghost cells of a state (boundary conditions,
+All take ``fill_ghosts(U)``, which fills the ghost cells of a state (boundary conditions,
 then the block exchange, corners included): the driver's kernel/exchange alternation is
 passed in, so this module stays free of MPI.
 """
@@ -83,15 +84,18 @@ class ImplicitStepper:
         self.exchange_increment = exchange_increment
         self.increment = np.zeros((discretisation.nvar, *discretisation.metrics.area.shape))
 
-    def step(self, U, cfl: float, fill_ghosts, residual=None) -> np.ndarray:
+    def step(self, U, cfl: float, fill_ghosts, residual=None,
+             physical_rate: float = 0.0) -> np.ndarray:  # fmt: skip
         """Update ``U`` (ghosts filled) in place by one implicit step at ``cfl``; returns
-        the residual ``R(U)`` of the state before the step."""
+        the residual ``R(U)`` of the state before the step. With dual time stepping
+        ``residual`` is the unsteady residual and ``physical_rate`` the coefficient of
+        ``area * U`` in it, which joins the diagonal."""
         disc, m = self.discretisation, self.discretisation.metrics
         R = disc.residual(U) if residual is None else residual
         disc.spectral_radii()
         dt = disc.local_time_step(cfl, along_i_only=self.line_implicit)
         lam_i, lam_j = disc.implicit_radii()
-        diagonal = implicit.diagonal(m.area, dt, lam_i, lam_j)
+        diagonal = implicit.diagonal(m.area, dt, lam_i, lam_j, physical_rate)
         dU = self.increment
         dU[...] = 0.0
         g = m.ghosts
@@ -104,4 +108,94 @@ class ImplicitStepper:
         owned = (slice(None), *m.owned)
         U[owned] += dU[owned]
         fill_ghosts(U)
+        return R
+
+
+class DualTimeStepper:
+    """Physical time steps by the second-order backward difference (BDF2), each solved by
+    pseudo-time iterations of an :class:`ImplicitStepper` (dual time stepping).
+
+    Step ``n -> n + 1`` drives the unsteady residual
+
+    ``R*(U) = R(U) + area * (3 U - 4 U^n + U^(n-1)) / (2 dt)``
+
+    to zero by implicit pseudo-time iterations from ``U = U^n``, ``3 area / (2 dt)`` added
+    to their diagonal; they stop when the L2 norm of the density equation's ``R* / area``
+    has fallen by ``inner_tolerance`` from its first value or after ``inner_iterations``.
+    The first step, with no ``U^(n-1)``, is a backward Euler (BDF1) step,
+    ``R* = R + area (U - U^n) / dt``: its local error is second order, so the scheme stays
+    second order (BDF2 from two equal levels would be first order).
+
+    Parameters
+    ----------
+    stepper : ImplicitStepper
+        The pseudo-time iteration (LU-SGS or DP-SGS).
+    inner_iterations : int
+        The most pseudo-time iterations per physical step.
+    inner_tolerance : float
+        The relative drop of the inner residual that ends a physical step, in (0, 1).
+    global_sums : callable
+        ``global_sums(array)``: the sums of a small array over all blocks (the identity
+        for one block); the stopping test is decided on values equal on all blocks.
+
+    Attributes
+    ----------
+    previous : numpy.ndarray or None
+        ``U^(n-1)`` (padded, owned cells meaningful); None before the first step.
+    iterations : int
+        The pseudo-time iterations of the last step.
+    residual_drop : float
+        Its final inner residual relative to its first.
+
+    Notes
+    -----
+    Local; :meth:`step` calls ``fill_ghosts``, ``global_sums`` and the stepper's exchange,
+    which may be collective.
+    """
+
+    def __init__(self, stepper: ImplicitStepper, inner_iterations: int,
+                 inner_tolerance: float, global_sums):  # fmt: skip
+        if inner_iterations < 1:
+            raise ValueError(f"inner_iterations must be >= 1, got {inner_iterations!r}")
+        if not 0 < inner_tolerance < 1:
+            raise ValueError(f"inner_tolerance must be in (0, 1), got {inner_tolerance!r}")
+        self.stepper = stepper
+        self.inner_iterations = inner_iterations
+        self.inner_tolerance = inner_tolerance
+        self.global_sums = global_sums
+        self.previous = None
+        self.iterations = 0
+        self.residual_drop = float("nan")
+
+    def _density_norm(self, unsteady: np.ndarray) -> float:
+        m = self.stepper.discretisation.metrics
+        rate = unsteady[0][m.owned] / m.area[m.owned]
+        sums = self.global_sums(np.array([np.sum(rate**2), rate.size], dtype=float))
+        return float(np.sqrt(sums[0] / sums[1]))
+
+    def step(self, U, dt: float, cfl, fill_ghosts) -> np.ndarray:
+        """Advance ``U`` (ghosts filled) in place by one physical step ``dt``; ``cfl(k)``
+        is the pseudo-time CFL number of inner iteration ``k`` (from 0). Returns ``R(U)``
+        of the new state (the spatial residual, ``-area dU/dt``)."""
+        disc = self.stepper.discretisation
+        area = disc.metrics.area
+        if self.previous is None:  # backward Euler: area (U - U^n) / dt
+            rate, history = 1.0 / dt, U / dt
+        else:  # BDF2: area (3/2 U - 2 U^n + 1/2 U^(n-1)) / dt
+            rate, history = 1.5 / dt, (2.0 * U - 0.5 * self.previous) / dt
+        current = U.copy()
+        first = None
+        iteration = 0
+        while True:
+            R = disc.residual(U)
+            unsteady = R + area * (rate * U - history)
+            norm = self._density_norm(unsteady)
+            first = norm if first is None else first
+            drop = norm / first if first > 0 else 0.0  # 0: U^n already solves the step
+            if iteration == self.inner_iterations or drop <= self.inner_tolerance:
+                break
+            self.stepper.step(U, cfl(iteration), fill_ghosts, unsteady, rate)
+            iteration += 1
+        self.previous = current
+        self.iterations, self.residual_drop = iteration, drop
         return R
