@@ -62,6 +62,24 @@ def test_wake_observer_gives_the_same_coefficients_and_bubble_on_1_and_2_ranks(t
     assert rows[0] == "time,drag_coefficient,lift_coefficient" and len(rows) == 21
 
 
+def test_surface_loads_observer_writes_the_traction_loads_beside_the_forcing_ones(tmp_path):
+    """The same tiny wake with ``[observers.surface-loads]``: its drag is the forcing's to
+    the coarse grid's error, the same on 1 and 2 ranks, and bad options are refused."""
+    case = tmp_path / "tiny-wake.toml"
+    case.write_text(TINY + '[observers.surface-loads]\nbody = "rod"\n')
+    for ranks in (1, 2):
+        run_case(case, ranks, tmp_path / f"r{ranks}")
+    tables = [np.genfromtxt(tmp_path / f"r{r}" / "surface-loads.csv", delimiter=",",
+                            names=True) for r in (1, 2)]  # fmt: skip
+    assert tables[0]["step"][-1] == 20
+    np.testing.assert_allclose(tables[1]["Fx"], tables[0]["Fx"], rtol=1e-9)
+    forcing = np.genfromtxt(tmp_path / "r1" / "forces.csv", delimiter=",", names=True)
+    assert tables[0]["Fx"][-1] == pytest.approx(forcing["rod_Fx"][-1], rel=0.3)
+    case.write_text(TINY + '[observers.surface-loads]\nbody = "rod"\nprobe_cells = -1\n')
+    result = tachyflow("run", str(case), "-o", str(tmp_path / "bad"))
+    assert result.returncode == 2 and "probe_cells must be a positive number" in result.stderr
+
+
 def test_a_restarted_wake_record_equals_the_uninterrupted_one(tmp_path):
     """The coefficients before the restart travel in the checkpoint: the record and the
     statistics of a run stopped at step 10 and restarted (on 2 ranks, from 1) to step 20

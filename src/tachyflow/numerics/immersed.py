@@ -458,3 +458,29 @@ def forcing_stencil(bodies, geometry: ComponentPoints) -> ForcingStencil:
         wall_units=direction[targets] * scale[targets][:, None],
         bodies=len(bodies),
     )
+
+
+def wall_traction(near, far, normals, rigid_near, rigid_far, viscosity: float, distance: float):
+    """The fluid's force per unit area on a body's surface panels (density 1), from the flow
+    ``[u, v, w, p]`` sampled at two probe points ``distance`` and ``2 distance`` out along
+    each panel's unit outward ``normals``: the wall pressure extrapolated linearly, ``2 p1 -
+    p2``, and the wall shear ``ν ∂u_t/∂n`` of the flow relative to the body's rigid motion
+    (``rigid_near``, ``rigid_far``: the body's velocity field at the probes; a rigid motion
+    has no strain), from the parabola through zero at the wall and the two probes' relative
+    tangential velocities, ``(4 s1 - s2) / (2 distance)``: both second order in
+    ``distance``.
+
+    Returns an ``(n, 3)`` array: ``-p_wall n + ν ∂u_t/∂n``.
+    """
+    near, far = np.asarray(near, dtype=float), np.asarray(far, dtype=float)
+    normals = np.asarray(normals, dtype=float)
+
+    def tangential_slip(flow, rigid):
+        slip = flow[:, :3] - np.asarray(rigid, dtype=float)
+        return slip - np.einsum("ni,ni->n", slip, normals)[:, None] * normals
+
+    pressure = 2.0 * near[:, 3:4] - far[:, 3:4]
+    shear = (4.0 * tangential_slip(near, rigid_near) - tangential_slip(far, rigid_far)) / (
+        2.0 * distance
+    )
+    return -pressure * normals + viscosity * shear

@@ -31,6 +31,7 @@ BUILTIN = (
     "tachyflow.observers.statistics",
     "tachyflow.observers.bodies",
     "tachyflow.observers.cylinder_wake",
+    "tachyflow.observers.surface_loads",
     "tachyflow.observers.fan",
     "tachyflow.observers.turbulence",
     "tachyflow.observers.checkpoints",
