@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from tests.cli.test_cli import tachyflow
 
 
+@pytest.mark.slow  # make test keeps a quicker run of the command
 def test_bench_fan_predicts_the_papers_scales_beside_its_speedups(tmp_path):
     result = tachyflow("bench", "fan", "-n", "2", "--grid", "24", "12", "12", "--repeats", "2",
                        "--warmup", "1", "--core-speed", "20", "--ranks-per-link", "8",

@@ -389,6 +389,7 @@ def test_bench_collectives_checks_times_and_predicts_every_algorithm(tmp_path):
     assert bad.returncode == 2 and "8B:16MiB" in bad.stderr
 
 
+@pytest.mark.slow  # make test keeps a quicker run of the command
 def test_bench_collectives_adds_mpich_forced_algorithms_checked_against_the_exact_result(
     tmp_path,
 ):

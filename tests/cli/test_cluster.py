@@ -135,6 +135,7 @@ def _networks(networks: str, stages: str, out) -> dict:
     return document
 
 
+@pytest.mark.slow  # make test keeps the nodes' own test
 @pytest.mark.timeout(300)
 def test_bench_networks_puts_tcp_between_nodes_beside_shared_memory(cluster_state, tmp_path):
     # MPINS2D's stage is the quickest (20 DP-SGS iterations): the orchestration, the

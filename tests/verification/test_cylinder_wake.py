@@ -6,10 +6,13 @@ and Strouhal number of the shedding wake), within 3 % (docs/cylinder-wake.md);
 and the ``cylinder-wake`` observer's records on a tiny grid, the same on 1 and 2 ranks."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
+from tachyflow import config, observers
+from tachyflow.errors import ConfigError
 from tests.cli.test_cli import tachyflow
 
 TINY = """
@@ -49,8 +52,10 @@ def run_case(case, ranks, output, *extra, timeout=120):
 
 
 def test_wake_observer_gives_the_same_coefficients_and_bubble_on_1_and_2_ranks(tmp_path):
+    """The observer's records on 1 and 2 ranks; with them the surface-loads observer, whose
+    drag is the forcing's to the coarse grid's error and the same on 1 and 2 ranks."""
     case = tmp_path / "tiny-wake.toml"
-    case.write_text(TINY)
+    case.write_text(TINY + '[observers.surface-loads]\nbody = "rod"\n')
     one = run_case(case, 1, tmp_path / "one")
     two = run_case(case, 2, tmp_path / "two")
     assert one["steps"] == 20 and one["periods"] == 0  # a wake starting, steady so far
@@ -60,24 +65,24 @@ def test_wake_observer_gives_the_same_coefficients_and_bubble_on_1_and_2_ranks(t
         assert two[key] == pytest.approx(one[key], rel=1e-9, abs=1e-12), key
     rows = (tmp_path / "one" / "wake-coefficients.csv").read_text().splitlines()
     assert rows[0] == "time,drag_coefficient,lift_coefficient" and len(rows) == 21
-
-
-def test_surface_loads_observer_writes_the_traction_loads_beside_the_forcing_ones(tmp_path):
-    """The same tiny wake with ``[observers.surface-loads]``: its drag is the forcing's to
-    the coarse grid's error, the same on 1 and 2 ranks, and bad options are refused."""
-    case = tmp_path / "tiny-wake.toml"
-    case.write_text(TINY + '[observers.surface-loads]\nbody = "rod"\n')
-    for ranks in (1, 2):
-        run_case(case, ranks, tmp_path / f"r{ranks}")
-    tables = [np.genfromtxt(tmp_path / f"r{r}" / "surface-loads.csv", delimiter=",",
-                            names=True) for r in (1, 2)]  # fmt: skip
+    tables = [np.genfromtxt(tmp_path / run / "surface-loads.csv", delimiter=",", names=True,
+                            ndmin=1) for run in ("one", "two")]  # fmt: skip
     assert tables[0]["step"][-1] == 20
     np.testing.assert_allclose(tables[1]["Fx"], tables[0]["Fx"], rtol=1e-9)
-    forcing = np.genfromtxt(tmp_path / "r1" / "forces.csv", delimiter=",", names=True)
+    forcing = np.genfromtxt(tmp_path / "one" / "forces.csv", delimiter=",", names=True,
+                            ndmin=1)  # fmt: skip
     assert tables[0]["Fx"][-1] == pytest.approx(forcing["rod_Fx"][-1], rel=0.3)
-    case.write_text(TINY + '[observers.surface-loads]\nbody = "rod"\nprobe_cells = -1\n')
-    result = tachyflow("run", str(case), "-o", str(tmp_path / "bad"))
-    assert result.returncode == 2 and "probe_cells must be a positive number" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [('body = "rod"\nprobe_cells = -1', "probe_cells must be a positive number, got -1"),
+     ('body = "pole"', "body must name one [[immersed.body]]")],
+)  # fmt: skip
+def test_surface_loads_options_are_checked(options, message):
+    text = TINY + f"[observers.surface-loads]\n{options}\n"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        observers.build(config.parse(text, "tiny-wake.toml"))
 
 
 def test_a_restarted_wake_record_equals_the_uninterrupted_one(tmp_path):
