@@ -76,6 +76,8 @@ class Observer:
 
     name: ClassVar[str]
     every: int = 0
+    # Whether the constructor takes the case first: ``cls(config, **options)``.
+    needs_config: ClassVar[bool] = False
 
     @classmethod
     def from_case(cls, config, options: dict | None) -> Observer | None:
@@ -83,7 +85,7 @@ class Observer:
         if options is None:
             return None
         try:
-            return cls(**options)
+            return cls(config, **options) if cls.needs_config else cls(**options)
         except TypeError as error:
             raise ConfigError(f"[observers.{cls.name}]: {error}") from None
 

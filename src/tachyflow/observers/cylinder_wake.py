@@ -113,6 +113,7 @@ class CylinderWake(Observer):
 
     name = "cylinder-wake"
     every = 1
+    needs_config = True
 
     def __init__(self, config, body: str = "cylinder", average_from: float = 0.0):
         found = [section for section in config.immersed.body if section.name == body]
@@ -145,15 +146,6 @@ class CylinderWake(Observer):
         self.average_from = float(average_from)
         self._history: list[tuple[float, float, float]] = []
         self.statistics: dict | None = None
-
-    @classmethod
-    def from_case(cls, config, options):
-        if options is None:
-            return None
-        try:
-            return cls(config, **options)
-        except TypeError as error:
-            raise ConfigError(f"[observers.{cls.name}]: {error}") from None
 
     def observe(self, run) -> None:
         solver = run.solver

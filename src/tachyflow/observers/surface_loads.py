@@ -57,6 +57,7 @@ class SurfaceLoadsObserver(Observer):
     bodies at rest or rotating in place. Collective."""
 
     name = "surface-loads"
+    needs_config = True
 
     def __init__(self, config, body: str = "", probe_cells: float = PROBE_CELLS):
         found = [section for section in config.immersed.body if section.name == body]
@@ -83,15 +84,6 @@ class SurfaceLoadsObserver(Observer):
         self.every = config.immersed.forces_every
         self.probe_cells = float(probe_cells)
         self._loads = self._table = self._last = None
-
-    @classmethod
-    def from_case(cls, config, options):
-        if options is None:
-            return None
-        try:
-            return cls(config, **options)
-        except TypeError as error:
-            raise ConfigError(f"[observers.{cls.name}]: {error}") from None
 
     def start(self, run) -> None:
         from tachyflow.solvers.surface_loads import SurfaceLoads
