@@ -12,7 +12,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
-from tachyflow.solvers.surface_loads import PROBE_CELLS
+from tachyflow.solvers.surface_loads import PROBE_CELLS, SurfaceLoads, cylinder_side
 
 LOADS = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
 SPHERE_SUBDIVISIONS = 4  # an icosphere of 5,120 triangles
@@ -23,8 +23,6 @@ def _surface(section, body, config):
     """The triangulated surface of the ``[[immersed.body]]`` ``section`` (its shape's own
     mesh, or one made for a sphere or a cylinder along z spanning the periodic z)."""
     import trimesh
-
-    from tachyflow.solvers.surface_loads import cylinder_side
 
     if section.shape == "sphere":
         mesh = trimesh.creation.icosphere(SPHERE_SUBDIVISIONS, radius=section.radius)
@@ -86,8 +84,6 @@ class SurfaceLoadsObserver(Observer):
         self._loads = self._table = self._last = None
 
     def start(self, run) -> None:
-        from tachyflow.solvers.surface_loads import SurfaceLoads
-
         body = run.solver.bodies[self.index]
         mesh = _surface(self.section, body, self.config)
         self._loads = SurfaceLoads(run.solver, body, mesh, self.probe_cells)
