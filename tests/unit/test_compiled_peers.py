@@ -249,6 +249,26 @@ def test_npbs_summary_is_parsed():
         npb.parse_npb_output(NPB_OUTPUT.replace("Mop/s total", "Mops"))
 
 
+def test_npbs_program_runs_without_checkpoints_in_a_scratch_folder(tmp_path, monkeypatch):
+    # This NPB release checkpoints into its working folder unless told not to: the peer
+    # must be timed without those writes and leave the caller's folder as it was.
+    binaries = tmp_path / "bin"
+    record = tmp_path / "record"
+    program = make_program(binaries / "cg.S.x")
+    program.write_text(
+        f'#!/bin/sh\necho "$PWD $MPI_NO_CHECKPOINT" > {record}\ntouch litter\n'
+        f"cat <<'END'\n{NPB_OUTPUT}END\n"
+    )
+    launch = make_program(tmp_path / "launch")  # stands for `mpiexec -n 1 PROGRAM`
+    launch.write_text('#!/bin/sh\nshift 2\nexec "$@"\n')
+    monkeypatch.chdir(tmp_path)
+    peer = npb.run_npb_peer(binaries, "cg", "S", 1, mpiexec=str(launch))
+    assert peer["verified"] and peer["mops_total"] == 1197.23
+    folder, flag = record.read_text().split()
+    assert flag == "1" and folder != str(tmp_path)
+    assert not (tmp_path / "litter").exists() and not os.path.exists(folder)
+
+
 def test_a_driver_that_fails_its_setup_is_recorded_not_timed(tmp_path):
     os.mkfifo(tmp_path / "command.0")
     os.mkfifo(tmp_path / "reply.0")

@@ -105,15 +105,26 @@ def run_npb_peer(
     repository, see :func:`npb_program`) and read its summary: the peers entry. ``mpiexec``
     starts it; by default the peers' launcher (:func:`tachyflow.bench.peer_builds.launcher`).
     """
+    import os
     import subprocess
+    import tempfile
 
     from tachyflow.bench import peer_builds
 
     program = npb_program(binaries, kernel, problem_class, ranks)
     launch = [mpiexec, "-n", str(ranks)] if mpiexec else peer_builds.launcher(ranks)
-    completed = subprocess.run(
-        [*launch, str(program)], capture_output=True, text=True, timeout=1800
-    )
+    # This NPB 3.4 release checkpoints its iterations (compressed copies of the solution in
+    # PROGRAM.TIME.checkpoint/ of the working folder) unless MPI_NO_CHECKPOINT is set: that
+    # would time file writes our kernels never make, and litter the caller's folder.
+    with tempfile.TemporaryDirectory(prefix="tachyflow-npb-") as scratch:
+        completed = subprocess.run(
+            [*launch, str(program)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=scratch,
+            env={**os.environ, "MPI_NO_CHECKPOINT": "1"},
+        )
     try:
         if completed.returncode:
             raise ValueError(f"exit {completed.returncode}")
