@@ -1,10 +1,12 @@
 """Test-suite wide settings for the MPI harness.
 
-mpi-pytest runs each ``@pytest.mark.parallel`` test under ``mpiexec`` found on ``PATH``;
-the environment's own ``bin`` goes first so that it is the launcher of the MPI library
-mpi4py loads. ``MPIEXEC_TIMEOUT`` (honoured by MPICH's Hydra and Open MPI's mpirun) kills a
-deadlocked parallel test after that many seconds, well inside pytest's own per-test
-timeout, so a hang fails one test instead of stalling the run.
+Run alone, mpi-pytest runs each ``@pytest.mark.parallel`` variant under ``mpiexec`` found
+on ``PATH``; ``make test`` (``tests/run_suite.sh``) instead runs all variants of one size
+under one outer ``mpiexec``. The environment's own ``bin`` goes first on ``PATH`` so that
+it is the launcher of the MPI library mpi4py loads. ``MPIEXEC_TIMEOUT`` (honoured by
+MPICH's Hydra and Open MPI's mpirun) kills a deadlocked launch after that many seconds,
+well inside pytest's own per-test timeout, so a hang fails one test instead of stalling
+the run.
 """
 
 import os

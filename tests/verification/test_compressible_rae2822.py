@@ -18,8 +18,9 @@ from tachyflow import config
 from tachyflow.simulation import Simulation
 
 # P. H. Cook, M. A. McDonald, M. C. P. Firmin, "Aerofoil RAE 2822 - Pressure Distributions,
-# and Boundary Layer and Wake Measurements", AGARD AR-138 (1979), case 9 (corrected
-# M = 0.734, alpha = 2.54 deg, Re = 6.5e6): the loads and the shock position as measured.
+# and Boundary Layer and Wake Measurements", AGARD AR-138 (1979), case 9 (M = 0.730, alpha
+# corrected 2.79 deg, Re = 6.5e6, as the AFOSR-HTTM/Stanford transcription, case 8621, gives
+# it): the loads and the shock position as measured.
 CASE_9_CL, CASE_9_CD = 0.803, 0.0168
 CASE_9_SHOCK = (0.50, 0.65)  # x/c of the upper-surface shock
 

@@ -47,6 +47,14 @@ class Run(Command):
             help="process grid (default: the case's, else chosen automatically)",
         )
         parser.add_argument(
+            "--fft-planning",
+            choices=("estimate", "measure", "patient"),
+            default="measure",
+            help="FFTW's planning effort (default measure: plans chosen by timing them, so "
+            "two runs may differ in the last digits; estimate gives bit-for-bit repeatable "
+            "runs and restarts)",
+        )
+        parser.add_argument(
             "--restart",
             default=None,
             metavar="CHECKPOINT",
@@ -67,7 +75,9 @@ class Run(Command):
         if args.proc_grid is not None:
             config = config.replace("parallel", proc_grid=args.proc_grid)
         output = Path(args.output or Path("runs") / config.case.name)
-        simulation = Simulation(config, output, runtime.world(), restart=args.restart)
+        simulation = Simulation(
+            config, output, runtime.world(), restart=args.restart, planning=args.fft_planning
+        )
         last = config.time.steps if args.steps is None else args.steps
         summary = simulation.run(max(last - simulation.solver.steps, 0))
         simulation.free()

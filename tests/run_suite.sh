@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make test`: every test of the suite, with as few MPI launches as the 1/2/3-rank checks allow.
+#
+#   1. One pytest: the serial tests and the 1-rank variants of @pytest.mark.parallel tests.
+#   2. The 2-rank variants all under one `mpiexec -n 2`, then the 3-rank ones under one
+#      `mpiexec -n 3` (mpi-pytest's outer-mpiexec mode: each rank runs the same tests in the
+#      same order; rank 0 reports, the others print failures only).
+#
+# Launching every parallel variant on its own (mpi-pytest's default) costs about 2 s of
+# interpreters and MPI start-up per variant, more than half of the suite on 2 cores. A hang
+# is still caught: pytest-timeout ends the rank it holds (its stacks are printed) and the
+# launcher then ends the batch; MPIEXEC_TIMEOUT bounds each batch as a whole.
+#
+# Usage: tests/run_suite.sh PYTHON [PYTEST ARGUMENTS...]; exits non-zero if any part failed,
+# after running all three.
+set -uo pipefail
+python=$1
+shift
+launcher_folder=$(dirname "$python")
+export PATH="$launcher_folder:$PATH"  # the environment's mpiexec: the MPI mpi4py loads
+
+status=0
+note() {  # pytest's 5 (no test selected, e.g. by -k) is no failure here
+  local code=$1
+  if [[ $code -ne 0 && $code -ne 5 ]]; then status=$code; fi
+}
+"$python" -m pytest -m "not slow and not parallel[2] and not parallel[3]" "$@"
+note $?
+
+others=(-q --no-header -rfE --tb=short --disable-warnings -p no:cacheprovider
+        -o addopts="--strict-markers")
+for ranks in 2 3; do
+  selection="not slow and parallel[match]"
+  echo "== the ${ranks}-rank variants under one mpiexec -n ${ranks} =="
+  MPIEXEC_TIMEOUT=${TACHYFLOW_BATCH_TIMEOUT:-1500} mpiexec \
+    -n 1 "$python" -m pytest -m "$selection" "$@" : \
+    -n $((ranks - 1)) "$python" -m pytest -m "$selection" "${others[@]}" "$@"
+  note $?
+done
+exit "$status"
