@@ -56,8 +56,12 @@ def test_su2_is_found_by_variable_and_configured_like_the_case(tmp_path):
     assert settings["REYNOLDS_NUMBER"] == "6500000.0" and settings["KIND_TURB_MODEL"] == "SA"
     assert float(settings["CONV_RESIDUAL_MINVAL"]) == -7.0
     history = tmp_path / "history.csv"
-    history.write_text('"Inner_Iter","rel_rms[Rho]","CL","CD","CMz"\n'
-                       '0, 0.0, 0.1, 0.2, -0.01\n 811, -7.01, 0.79, 0.0181, -0.093\n')  # fmt: skip
+    # SU2 8.1's columns (padded, quoted); its CMz is positive nose-down.
+    history.write_text('"Inner_Iter",       "CD"       ,       "CL"       ,      "CMz"       ,'
+                       '   "relrms[Rho]"  \n'
+                       '          0,  0.2, 0.1, 0.01,  0.0\n'
+                       '        811,  0.0181,  0.79,  0.093,  -7.01\n')  # fmt: skip
     read = read_su2_history(history)
     assert read["iterations"] == 812 and abs(read["density_residual"] - 10**-7.01) < 1e-20
     assert (read["CL"], read["CD"], read["CM"]) == (0.79, 0.0181, -0.093)
+    assert settings["REF_ORIGIN_MOMENT_Z"] == "0.0"

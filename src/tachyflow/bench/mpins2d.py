@@ -225,6 +225,7 @@ def su2_config(section, mesh: str, target: float, max_iterations: int) -> str:
         "REYNOLDS_LENGTH": "1.0",
         "REF_ORIGIN_MOMENT_X": "0.25",
         "REF_ORIGIN_MOMENT_Y": "0.0",
+        "REF_ORIGIN_MOMENT_Z": "0.0",  # SU2 8 refuses an X and Y without a Z
         "REF_LENGTH": "1.0",
         "REF_AREA": "1.0",
         "MARKER_HEATFLUX": "( airfoil, 0.0 )",
@@ -256,7 +257,8 @@ def su2_config(section, mesh: str, target: float, max_iterations: int) -> str:
 
 def read_su2_history(path) -> dict:
     """The last row of an SU2 ``history.csv``: iterations, the relative density residual
-    (SU2 writes its log10) and CL, CD, CMz."""
+    (SU2 writes its log10, column ``relrms[Rho]``) and CL, CD and CM (SU2's CMz is
+    positive nose-down, about +z: CM = -CMz, positive nose-up as ours)."""
     with open(path, newline="") as handle:
         rows = [
             {key.strip().strip('"'): value.strip() for key, value in row.items()}
@@ -267,10 +269,10 @@ def read_su2_history(path) -> dict:
     last = rows[-1]
     return {
         "iterations": int(float(last["Inner_Iter"])) + 1,
-        "density_residual": 10.0 ** float(last["rel_rms[Rho]"]),
+        "density_residual": 10.0 ** float(last["relrms[Rho]"]),
         "CL": float(last["CL"]),
         "CD": float(last["CD"]),
-        "CM": float(last["CMz"]),
+        "CM": -float(last["CMz"]),
     }
 
 
@@ -285,12 +287,16 @@ def run_su2(binary, section, grid, ranks: int, folder, target: float, max_iterat
     (folder / "case.cfg").write_text(su2_config(section, "mesh.su2", target, max_iterations))
     command = [str(binary), "case.cfg"]
     if ranks > 1:
-        command = [shutil.which("mpiexec") or "mpiexec", "-n", str(ranks), *command]
+        # SU2 is built with Debian's MPICH (peers/build.sh): its launcher, as for the other
+        # peers (`mpiexec` on PATH may be Open MPI's).
+        command = [*peer_builds.launcher(ranks), *command]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"SU2_CFD failed ({done.returncode}): {done.stderr[-500:]}")
+        # SU2 prints its errors on stdout; stderr holds only MPI_Abort's line.
+        output = (done.stdout[-800:] + done.stderr[-300:]).strip()
+        raise RuntimeError(f"SU2_CFD failed ({done.returncode}): {output}")
     history = read_su2_history(folder / "history.csv")
     return {
         "name": PEER_NAME,

@@ -167,8 +167,11 @@ build_su2() {
   [[ -n $src ]] || { echo "peers: $tarball holds no SU2 source tree (meson_options.txt)" >&2; exit 1; }
   # Debian's meson and ninja instead of SU2's meson.py, which fetches its own from GitHub;
   # without the adjoint (CoDiPack) no other download is needed.
+  # MPI through the compiler wrappers (SU2's custom-mpi): Debian 12's Meson (1.0) finds MPI
+  # only as Open MPI (ompi-c.pc or `mpicc --showme`), so it misses MPICH, or links Open MPI's
+  # libraries into MPICH's wrappers where openmpi-bin is installed too.
   step su2 env CC="$CC" CXX="${MPICXX:-mpicxx.mpich}" meson setup "$BUILD/SU2/build" "$src" \
-    --prefix="$BUILD/SU2/install" --buildtype=release -Dwith-mpi=enabled \
+    --prefix="$BUILD/SU2/install" --buildtype=release -Dcustom-mpi=true \
     -Denable-autodiff=false -Denable-directdiff=false -Denable-pywrapper=false
   step su2 ninja -C "$BUILD/SU2/build" -j "$JOBS" install
   echo "peers: built $BUILD/SU2/install/bin/SU2_CFD"
