@@ -165,6 +165,14 @@ build_su2() {
   step su2 tar -xzf "$tarball" -C "$BUILD/SU2"
   src=$(find "$BUILD/SU2" -mindepth 2 -maxdepth 2 -name meson_options.txt -printf '%h\n' | head -n 1)
   [[ -n $src ]] || { echo "peers: $tarball holds no SU2 source tree (meson_options.txt)" >&2; exit 1; }
+  # A plain source archive of SU2 (git archive, a release's "Source code") lacks its git
+  # submodules: of those, a build without AD needs MEL (COutput.hpp includes mel.hpp).
+  [[ -f $src/externals/mel/mel.hpp ]] || { echo "peers: $tarball lacks SU2's submodule MEL" \
+    "(externals/mel/mel.hpp): add it at the commit SU2's .gitmodules pins" \
+    "(docs/benchmarks.md)" >&2; exit 1; }
+  # SU2's meson.build refuses to configure before its meson.py preconfigure has run (which
+  # fetches submodules itself): this stamp says it has.
+  touch "$src/su2preconfig.timestamp"
   # Debian's meson and ninja instead of SU2's meson.py, which fetches its own from GitHub;
   # without the adjoint (CoDiPack) no other download is needed.
   # MPI through the compiler wrappers (SU2's custom-mpi): Debian 12's Meson (1.0) finds MPI
