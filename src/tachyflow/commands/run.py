@@ -46,9 +46,11 @@ class Run(Command):
             metavar="ROWSxCOLS",
             help="process grid (default: the case's, else chosen automatically)",
         )
+        from tachyflow.numerics.fft import PLANNING
+
         parser.add_argument(
             "--fft-planning",
-            choices=("estimate", "measure", "patient"),
+            choices=sorted(PLANNING),
             default="measure",
             help="FFTW's planning effort (default measure: plans chosen by timing them, so "
             "two runs may differ in the last digits; estimate gives bit-for-bit repeatable "

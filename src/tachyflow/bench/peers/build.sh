@@ -169,7 +169,7 @@ build_su2() {
   # submodules: of those, a build without AD needs MEL (COutput.hpp includes mel.hpp).
   [[ -f $src/externals/mel/mel.hpp ]] || { echo "peers: $tarball lacks SU2's submodule MEL" \
     "(externals/mel/mel.hpp): add it at the commit SU2's .gitmodules pins" \
-    "(docs/benchmarks.md)" >&2; exit 1; }
+    "(docs/compressible.md)" >&2; exit 1; }
   # SU2's meson.build refuses to configure before its meson.py preconfigure has run (which
   # fetches submodules itself): this stamp says it has.
   touch "$src/su2preconfig.timestamp"
