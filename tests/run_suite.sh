@@ -5,6 +5,7 @@
 #   2. The 2-rank variants all under one `mpiexec -n 2`, then the 3-rank ones under one
 #      `mpiexec -n 3` (mpi-pytest's outer-mpiexec mode: each rank runs the same tests in the
 #      same order; rank 0 reports, the others print failures only).
+#   3. The 2- and 3-rank variants of tests marked `isolated`, each under its own mpiexec.
 #
 # Launching every parallel variant on its own (mpi-pytest's default) costs about 2 s of
 # interpreters and MPI start-up per variant, more than half of the suite on 2 cores. A hang
@@ -12,7 +13,7 @@
 # launcher then ends the batch; MPIEXEC_TIMEOUT bounds each batch as a whole.
 #
 # Usage: tests/run_suite.sh PYTHON [PYTEST ARGUMENTS...]; exits non-zero if any part failed,
-# after running all three.
+# after running every part.
 set -uo pipefail
 python=$1
 shift
@@ -30,11 +31,14 @@ note $?
 others=(-q --no-header -rfE --tb=short --disable-warnings -p no:cacheprovider
         -o addopts="--strict-markers")
 for ranks in 2 3; do
-  selection="not slow and parallel[match]"
+  selection="not slow and not isolated and parallel[match]"
   echo "== the ${ranks}-rank variants under one mpiexec -n ${ranks} =="
   MPIEXEC_TIMEOUT=${TACHYFLOW_BATCH_TIMEOUT:-1500} mpiexec \
     -n 1 "$python" -m pytest -m "$selection" "$@" : \
     -n $((ranks - 1)) "$python" -m pytest -m "$selection" "${others[@]}" "$@"
   note $?
 done
+# Tests marked isolated (they fail after others in the same processes) launched one by one.
+"$python" -m pytest -m "not slow and isolated and (parallel[2] or parallel[3])" "$@"
+note $?
 exit "$status"
