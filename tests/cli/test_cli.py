@@ -10,21 +10,18 @@ from pathlib import Path
 import pytest
 
 from tachyflow.collectives.algorithms import ALGORITHMS
+from tests.processes import command_environment
 
 BIN = Path(sys.executable).parent
 
 
 def tachyflow(*arguments, timeout=120, env=None):
-    environment = dict(os.environ, **(env or {}))
-    # The tests themselves may run under a launcher; the commands must not inherit that.
-    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
-        environment.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "tachyflow", *arguments],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=environment,
+        env=command_environment(**(env or {})),
     )
 
 

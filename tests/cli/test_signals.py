@@ -8,19 +8,19 @@ import time
 
 import pytest
 
+from tests.processes import command_environment, interruptible
+
 # One trial in `make test`; ten more, for the races a single trial misses, in test-slow.
 TRIALS = [0, *(pytest.param(n, marks=pytest.mark.slow) for n in range(1, 11))]
 
 
-def launch(folder):
-    environment = dict(os.environ)
-    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
-        environment.pop(name, None)
+def launch(folder, stderr=subprocess.DEVNULL):
+    """A long Taylor-Green run on 2 ranks writing into ``folder``, in a session of its own."""
     return subprocess.Popen(
         [sys.executable, "-m", "tachyflow", "run", "taylor-green", "-n", "2",
          "--steps", "1000000", "-o", str(folder)],
-        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        env=command_environment(), stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+        start_new_session=True, preexec_fn=interruptible,
     )  # fmt: skip
 
 
@@ -68,15 +68,7 @@ def test_killing_the_launcher_ends_the_whole_job(tmp_path, number, trial):
 def test_a_stop_signal_ends_every_rank_cleanly_at_the_end_of_a_step(tmp_path, number, trial):
     """SIGTERM (a batch system's warning) writes a checkpoint first; SIGINT just stops."""
     folder = tmp_path / "run"
-    environment = dict(os.environ)
-    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
-        environment.pop(name, None)
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "tachyflow", "run", "taylor-green", "-n", "2",
-         "--steps", "1000000", "-o", str(folder)],
-        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    launcher = launch(folder, stderr=subprocess.PIPE)
     try:
         assert wait_until(lambda: stepping(folder), 90), "the run never started"
         os.kill(launcher.pid, number)

@@ -22,6 +22,7 @@ import urllib.request
 import pytest
 
 from tachyflow.insitu.viewer import ViewerServer
+from tests.processes import command_environment, interruptible
 
 PUBLISHER = """
 import io, signal, sys, time
@@ -342,25 +343,17 @@ def test_server_and_command_check_their_arguments(tmp_path):
         ViewerServer(tmp_path, idle_detach=0)
     result = subprocess.run(
         [sys.executable, "-m", "tachyflow", "view", str(tmp_path), "--port", "70000"],
-        capture_output=True, text=True, timeout=60, env=launcher_free_environment(),
+        capture_output=True, text=True, timeout=60, env=command_environment(),
     )  # fmt: skip
     assert result.returncode == 2
     assert "port must be from 0 to 65535" in result.stderr + result.stdout
-
-
-def launcher_free_environment() -> dict:
-    """This environment without what an MPI launcher set (the tests may run under one)."""
-    environment = dict(os.environ)
-    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
-        environment.pop(name, None)
-    return environment
 
 
 def test_view_command_prints_the_url_and_stops_on_ctrl_c(run_dir):
     command = subprocess.Popen(
         [sys.executable, "-m", "tachyflow", "view", str(run_dir), "--no-browser"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=launcher_free_environment(),
+        env=command_environment(), preexec_fn=interruptible,
     )  # fmt: skip
     try:
         line = command.stdout.readline()

@@ -11,6 +11,7 @@ import pytest
 from tachyflow import config, observers
 from tachyflow.errors import ConfigError
 from tachyflow.simulation import Simulation
+from tests.processes import command_environment
 
 HERE = Path(__file__).parent
 CASE = """
@@ -35,12 +36,10 @@ every = 3
 
 
 def tachyflow(*arguments, cwd=None):
-    environment = dict(os.environ, TACHYFLOW_PLUGINS="plugin_example")
+    environment = command_environment(TACHYFLOW_PLUGINS="plugin_example")
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(HERE), *filter(None, [environment.get("PYTHONPATH")])]
     )
-    for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT", "_PYTEST_MPI_CHILD_PROCESS"):
-        environment.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "tachyflow", *arguments],
         capture_output=True, text=True, timeout=120, env=environment, cwd=cwd,
