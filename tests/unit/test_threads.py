@@ -1,27 +1,28 @@
 """Threads inside a rank: the count, its environment, and threaded kernels equal serial."""
 
-import os
 import subprocess
 import sys
 
 import pytest
 
 from tachyflow.numerics.threads import thread_environment, threads_per_rank, use_threads
+from tests.processes import command_environment
 
-# A few channel steps (walls, stretching: every threaded kernel of the Cartesian step and
-# the threaded FFTs of its Poisson solve); the fields' exact bytes are printed.
+# A few steps of a case (a channel: walls, stretching, every threaded kernel of the Cartesian
+# step and the threaded FFTs of its Poisson solve; a rotating pipe: the cylindrical kernels,
+# the axis and the Coriolis terms); the fields' exact bytes are printed.
 STEPS = """
-import hashlib
+import hashlib, sys
 from mpi4py import MPI
 from tachyflow import config, runtime
-from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.base import solver_class
 runtime.start_threads()
-case = config.load("channel").replace("grid", cells=(12, 16, 10))
-solver = IncompressibleSolver.from_case(case, MPI.COMM_SELF, "estimate")
+case = config.load(sys.argv[1]).replace("grid", cells=(12, 16, 10))
+solver = solver_class(case.case.solver).from_case(case, MPI.COMM_SELF, "estimate")
 for _ in range(3):
     solver.step(solver.stable_time_step(0.5))
 digest = hashlib.sha256()
-for field in (solver.u, solver.v, solver.w, solver.p):
+for field in (*solver.velocity_arrays(), solver.p):
     digest.update(field.tobytes())
 print(digest.hexdigest())
 """
@@ -39,13 +40,12 @@ def test_the_thread_count_comes_from_the_environment():
         use_threads(10_000)
 
 
-def test_threaded_steps_equal_serial_ones_bit_for_bit():
+@pytest.mark.parametrize("case", ["channel", "rotating-pipe"])
+def test_threaded_steps_equal_serial_ones_bit_for_bit(case):
     def digest(threads):
-        environment = dict(os.environ, **thread_environment(threads))
-        for name in ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMI_PORT"):
-            environment.pop(name, None)
+        environment = command_environment(**thread_environment(threads))
         result = subprocess.run(
-            [sys.executable, "-c", STEPS], capture_output=True, text=True, env=environment,
+            [sys.executable, "-c", STEPS, case], capture_output=True, text=True, env=environment,
             timeout=240,
         )  # fmt: skip
         assert result.returncode == 0, result.stderr

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import prange
 
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 
@@ -65,10 +66,10 @@ class RadialMetrics:
         return tuple(np.ascontiguousarray(array.ravel()) for array in arrays)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _divergence(u, q, w, rc, width, dx, dt, scale, out):  # pragma: no cover
     nx, nr, nt = out.shape
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             radial = rc[j] * width[j]
             azimuthal = rc[j] * dt
@@ -89,10 +90,10 @@ def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             radial = factor * rf[j]
             azimuthal = rc[j] * dt
@@ -116,10 +117,10 @@ def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarra
     return 2.0 * w_first_ring_mean / m.centre[0, 1, 0]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pragma: no cover
     nx, nr, nt = hu.shape
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             cell_r, cell_t = rc[j] * width[j], rc[j] * dt
             # Axial momentum at (x-face i, centre j, centre k).
@@ -210,13 +211,13 @@ def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float, 
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _viscous(
     u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, nu, explicit, implicit
 ):  # pragma: no cover
     nx, nr, nt = implicit.shape[1:]
     along_x = 1.0 / dx**2
-    for i in range(1, nx + 1):
+    for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             # The row's metric factors, as multipliers (the k loops then have no division).
             centre_theta = 1.0 / (rc[j] * rc[j] * dt * dt)
