@@ -8,6 +8,7 @@ from rich.console import Console
 
 from tachyflow.bench import fwh
 from tachyflow.commands import build_parser, results_modules, save_results
+from tachyflow.commands.bench.fwh import SCHEME_NAMES
 from tachyflow.errors import ConfigError
 
 
@@ -24,38 +25,57 @@ def test_benchmark_records_throughput_bounds_and_a_roofline_plot(tmp_path):
     samples = params["observer_samples"]
     assert samples >= 2
 
-    (entry,) = stored["results"]
-    assert entry["name"] == fwh.KERNEL and entry["verified"] and len(entry["samples"]) == 2
-    counts = stored["counts"]
-    assert counts["integrands"] == 24 * 2 * 24
-    assert counts["panel_samples"] == 24 * 2 * samples
-    assert entry["integrands_per_second"] == pytest.approx(counts["integrands"] / entry["median"])
-    assert entry["panel_samples_per_second"] == pytest.approx(
-        counts["panel_samples"] / entry["median"]
-    )
+    # Both schemes, each verified against FWHSolver with its options and timed.
+    assert [entry["name"] for entry in stored["results"]] == ["fourth", "second"]
     assert set(stored["probes"]) == {"vector_fma", "scalar", "triad", "divide", "sqrt"}
     assert all(len(probe["samples"]) == 2 for probe in stored["probes"].values())
-
     roof = stored["roofline"]
-    assert set(roof["ceilings"]) == {"compute", "memory", "scalar", "divider"}
-    assert all(value > 0 for value in roof["ceilings"].values())
-    assert roof["bound"] > 0 and roof["limit"] in ("compute", "memory")
-    assert roof["bound"] == min(roof["ceilings"]["compute"], roof["ceilings"]["memory"])
-    assert 0 < roof["division_aware_bound"] <= roof["bound"]
-    assert np.isfinite(roof["fraction"]) and roof["fraction"] > 0
-    assert np.isfinite(roof["division_aware_fraction"])
     assert roof["peak_flops"] > roof["scalar_flops"] > 0 and roof["bandwidth"] > 0
+    for entry in stored["results"]:
+        scheme = fwh.SCHEMES[entry["name"]]
+        assert entry["kernel"] == scheme.kernel.__name__
+        assert entry["time_order"] == scheme.options["time_order"]
+        assert entry["verified"] and len(entry["samples"]) == 2
+        counts = stored["counts"][entry["name"]]
+        assert counts["integrands"] == 24 * 2 * 24
+        assert counts["panel_samples"] == 24 * 2 * samples
+        assert entry["integrands_per_second"] == pytest.approx(
+            counts["integrands"] / entry["median"]
+        )
+        bounds = roof["schemes"][entry["name"]]
+        assert set(bounds["ceilings"]) == {"compute", "memory", "scalar", "divider"}
+        assert all(value > 0 for value in bounds["ceilings"].values())
+        assert bounds["limit"] in ("compute", "memory")
+        assert bounds["bound"] == min(bounds["ceilings"]["compute"], bounds["ceilings"]["memory"])
+        assert 0 < bounds["division_aware_bound"] <= bounds["bound"]
+        assert np.isfinite(bounds["fraction"]) and bounds["fraction"] > 0
+        assert np.isfinite(bounds["division_aware_fraction"])
+    # The cubic interpolation costs more per integrand, in flops and in state traffic.
+    fourth, second = stored["counts"]["fourth"], stored["counts"]["second"]
+    assert fourth["flops"] > second["flops"] and fourth["bytes"] > second["bytes"]
 
     image = imread(png_path)
     assert image.ndim == 3 and min(image.shape[:2]) > 100
-    console = Console(file=io.StringIO(), width=140)
+    console = Console(file=io.StringIO(), width=200)
     fwh.print_summary(stored, console)
-    assert "division-aware bound" in console.file.getvalue()
+    text = console.file.getvalue()
+    assert "division-aware bound" in text and "order 4, cubic" in text
+    assert "order 2, linear" in text
+
+
+def test_one_scheme_alone_and_unknown_schemes():
+    document = fwh.run_fwh_benchmark(panels=24, observers=2, steps=24, repeats=1,
+                                     schemes=("second",))  # fmt: skip
+    assert [entry["name"] for entry in document["results"]] == ["second"]
+    assert set(document["counts"]) == set(document["roofline"]["schemes"]) == {"second"}
+    for schemes in ((), ("sixth",)):
+        with pytest.raises(ValueError, match="schemes must be names among"):
+            fwh.run_fwh_benchmark(panels=24, observers=2, steps=24, schemes=schemes)
 
 
 def test_operation_counts_follow_the_per_kind_tables():
     # One panel, one observer, two steps and one sample: every table is used once or twice.
-    counts = fwh.operation_counts(1, 1, 2, 1)
+    counts = fwh.operation_counts(fwh.SCHEMES["second"], 1, 1, 2, 1)
     assert counts["integrands"] == 2 and counts["panel_samples"] == 1
     assert counts["operations"] == {"add": 2 * 4 + 2 * 21 + 3 + 8,
                                     "mul": 2 * 7 + 2 * 43 + 2 + 4,
@@ -63,6 +83,12 @@ def test_operation_counts_follow_the_per_kind_tables():
     assert counts["flops"] == 2 * 11 + 2 * 67 + 6 + 12
     assert counts["bytes"] == 2 * 19 * 8 + 2 * 50
     assert counts["intensity"] == pytest.approx(counts["flops"] / counts["bytes"])
+    # The cubic: per interval 5 flops, per sampled interval 24 (set-up), per sample 34.
+    counts = fwh.operation_counts(fwh.SCHEMES["fourth"], 1, 1, 2, 1)
+    assert counts["operations"] == {"add": 2 * 4 + 2 * 21 + 2 + 12 + 13,
+                                    "mul": 2 * 7 + 2 * 43 + 2 + 8 + 21,
+                                    "div": 2 * 2 + 1 + 4, "sqrt": 2}  # fmt: skip
+    assert counts["bytes"] == 2 * 19 * 8 + 2 * 160
 
 
 def test_too_few_steps_for_the_arrival_spread_are_refused():
@@ -74,3 +100,8 @@ def test_command_line_reaches_the_benchmark():
     args = build_parser().parse_args(["bench", "fwh", "--panels", "24", "--steps", "30"])
     assert args.command_object.name == "bench fwh"
     assert (args.panels, args.observers, args.steps, args.repeats) == (24, 16, 30, 5)
+    assert args.scheme == "all"
+    args = build_parser().parse_args(["bench", "fwh", "--scheme", "fourth"])
+    assert args.scheme == "fourth"
+    # The command's choices (it does not import the benchmark to parse) are its schemes.
+    assert SCHEME_NAMES == tuple(fwh.SCHEMES)
