@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import signal as scipy_signal
 
 from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.io.files import replacing
@@ -61,6 +60,8 @@ def spectrum(pressure, sample_rate: float, segment: int | None = None) -> Spectr
         raise ValueError(f"sample_rate must be a positive number of Hz, got {sample_rate!r}")
     fluctuation = pressure - pressure.mean()
     segment = min(pressure.size, segment or 256)
+    from scipy import signal as scipy_signal  # here: 1 s to import, for every run otherwise
+
     frequencies, psd = scipy_signal.welch(
         fluctuation, fs=sample_rate, window="hann", nperseg=segment, scaling="density"
     )

@@ -23,14 +23,13 @@ import numpy as np
 from tachyflow.collectives import executor, plans
 from tachyflow.collectives.algorithms import ALGORITHMS
 from tachyflow.collectives.schedule import result_defined
-from tachyflow.collectives.selection import (
-    SIMULATE_UP_TO,
-    Choice,
-    choose,
-    native_equivalent,
-    schedule_count,
-    segment_count,
-)
+
+# Names of the selection module (the cost models and simulator: numba, scipy), loaded on
+# first use (PEP 562) so that a command line's algorithm choices do not import them.
+_SELECTION = (
+    "SIMULATE_UP_TO", "Choice", "choose", "native_equivalent", "schedule_count",
+    "segment_count",
+)  # fmt: skip
 
 __all__ = [
     "SIMULATE_UP_TO",
@@ -51,8 +50,18 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str):
+    if name not in _SELECTION:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from tachyflow.collectives import selection
+
+    return getattr(selection, name)
+
+
 def _resolve(operation, comm, count, itemsize, root, algo, segments, profile):
     """Check the call and settle ``algo`` = "auto" into an algorithm and segment count."""
+    from tachyflow.collectives.selection import Choice, choose
+
     size = comm.Get_size()
     if not isinstance(root, int | np.integer) or not 0 <= root < size:
         raise ValueError(f"root must be in [0, {size}), got {root!r}")

@@ -8,7 +8,6 @@ as fast here on the strided batches a pencil solver transforms (docs/benchmarks.
 from __future__ import annotations
 
 import numpy as np
-import pyfftw
 
 from tachyflow.numerics.threads import threads_per_rank
 
@@ -25,6 +24,8 @@ DIRECTIONS = {
 
 def empty(shape, dtype) -> np.ndarray:
     """An uninitialised array aligned for FFTW's SIMD kernels."""
+    import pyfftw  # here, not above: a command line's planning choices need none of it
+
     return pyfftw.empty_aligned(tuple(shape), dtype=dtype)
 
 
@@ -54,6 +55,8 @@ class AxisTransform:
         self.source, self.target = source, target
         self._plan = None
         if source.size and target.size:
+            import pyfftw
+
             direction = DIRECTIONS[kind]
             flags = [PLANNING[planning]] + (["FFTW_DESTROY_INPUT"] if kind == "c2r" else [])
             # Planning with MEASURE overwrites the arrays: plan on them before they hold data.

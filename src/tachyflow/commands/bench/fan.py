@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tachyflow import runtime
-from tachyflow.bench.fan_model import DEFAULT_PROFILE
 from tachyflow.commands import Benchmark, options, register
 from tachyflow.commands.bench import report_benchmark
 
@@ -32,9 +31,8 @@ class Fan(Benchmark):
         options.add_benchmark_options(parser, repeats=5, grid=(48, 24, 24))
         parser.add_argument(
             "--profile",
-            default=DEFAULT_PROFILE,
-            help=f"network of the scaling prediction: a built-in profile (default "
-            f"{DEFAULT_PROFILE}, the paper's InfiniBand QDR, typical values) or a JSON file "
+            help="network of the scaling prediction: a built-in profile (default "
+            "infiniband-qdr, the paper's InfiniBand QDR, typical values) or a JSON file "
             "written by `tachyflow model fit`",
         )
         parser.add_argument(
@@ -60,9 +58,12 @@ class Fan(Benchmark):
     def run(self, args) -> int:
         """``tachyflow bench fan``."""
         from tachyflow.bench import fan
+        from tachyflow.bench.fan_model import DEFAULT_PROFILE
         from tachyflow.models.profiles import resolve_profile
 
-        profile = resolve_profile(args.profile)  # a bad profile fails before the timing
+        # Not a parser default: the model's module would slow every command line's parsing.
+        # A bad profile fails here, before the timing.
+        profile = resolve_profile(args.profile or DEFAULT_PROFILE)
         document = fan.run_fan_benchmark(
             args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world(),
             profile=profile, core_speed=args.core_speed, ranks_per_link=args.ranks_per_link,
