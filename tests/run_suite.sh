@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: every test of the suite, with as few MPI launches as the 1/2/3-rank checks allow.
 #
-#   1. One pytest: the serial tests and the 1-rank variants of @pytest.mark.parallel tests.
+#   1. One pytest: the serial tests and the 1-rank variants of @pytest.mark.parallel tests,
+#      spread over $TACHYFLOW_TEST_WORKERS processes (pytest-xdist, default one per core) a
+#      file at a time (a file's tests share module fixtures: one worker runs them all).
 #   2. The 2-rank variants all under one `mpiexec -n 2`, then the 3-rank ones under one
 #      `mpiexec -n 3` (mpi-pytest's outer-mpiexec mode: each rank runs the same tests in the
 #      same order; rank 0 reports, the others print failures only).
@@ -25,7 +27,8 @@ note() {  # pytest's 5 (no test selected, e.g. by -k) is no failure here
   local code=$1
   if [[ $code -ne 0 && $code -ne 5 ]]; then status=$code; fi
 }
-"$python" -m pytest -m "not slow and not parallel[2] and not parallel[3]" "$@"
+"$python" -m pytest --numprocesses "${TACHYFLOW_TEST_WORKERS:-auto}" --dist loadfile \
+  -m "not slow and not parallel[2] and not parallel[3]" "$@"
 note $?
 
 others=(-q --no-header -rfE --tb=short --disable-warnings -p no:cacheprovider
