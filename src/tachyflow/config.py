@@ -32,6 +32,8 @@ INTERPOLATIONS = ("linear", "cubic")  # FW-H signals between arrivals, in observ
 PLANES = ("xy", "xz", "yz")
 MODES = ("insitu", "transit")
 QUEUE_FULL_POLICIES = ("Block", "Discard")
+# [insitu] transit_precision: the type of the values the in-transit stream carries.
+TRANSIT_PRECISIONS = {"single": "float32", "double": "float64"}
 FIELDS = ("u", "v", "w", "p", "speed")
 
 
@@ -448,6 +450,9 @@ class InsituSection:
     queue_limit: int = 4
     queue_full_policy: str = "Discard"
     reserve_queue_limit: int = 2
+    # Of the fields streamed in transit: single halves what the writer copies and sends
+    # (pictures need no more); double carries the solver's values exactly.
+    transit_precision: str = "double"
     pipeline: tuple[PipelineSection, ...] = ()
 
 
@@ -946,6 +951,8 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
             insitu.reserve_queue_limit)  # fmt: skip
     require(insitu.queue_full_policy in QUEUE_FULL_POLICIES, "insitu.queue_full_policy",
             f"one of {QUEUE_FULL_POLICIES}", insitu.queue_full_policy)  # fmt: skip
+    require(insitu.transit_precision in TRANSIT_PRECISIONS, "insitu.transit_precision",
+            f"one of {tuple(TRANSIT_PRECISIONS)}", insitu.transit_precision)  # fmt: skip
     names = [pipeline.name for pipeline in insitu.pipeline]
     require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
             names)  # fmt: skip

@@ -25,6 +25,10 @@ def test_builtin_cases_load_and_round_trip_through_toml():
         ("[flow]\nforcing = 'wind'", "'flow.forcing' must be one of"),
         ("[grid]\nstretching = 1.0", "0 without walls"),
         ("[time]\ncfl = 3.0", r"'time.cfl' must be in \(0, max_cfl = 2.0\]"),
+        (
+            "[insitu]\ntransit_precision = 'half'",
+            r"'insitu.transit_precision' must be one of \('single', 'double'\)",
+        ),
         ("[grid\n", "not valid TOML"),
     ],
 )

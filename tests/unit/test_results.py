@@ -105,3 +105,15 @@ def test_in_transit_readers_get_the_cores_the_ranks_leave():
     assert split_cores(3, [0, 1]) == ([0, 1, 0], [])  # oversubscribed: readers share
     with pytest.raises(ValueError, match="ranks must be >= 1"):
         split_cores(0, [0, 1])
+
+
+def test_in_transit_cases_carry_the_streams_precision():
+    from tachyflow import config
+    from tachyflow.bench.insitu import case_text, run_insitu_benchmark
+
+    for precision in ("single", "double"):
+        case = config.parse(case_text(16, 10, 5, "transit", "Discard", precision), "x.toml")
+        assert case.insitu.transit_precision == precision
+    assert config.parse(case_text(16, 10, 5, None, None), "x.toml").insitu.pipeline == ()
+    with pytest.raises(ValueError, match="precision must be one of"):
+        run_insitu_benchmark(1, 16, 10, 5, 1, precision="half")

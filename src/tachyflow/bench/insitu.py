@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.bench.results import new_results
+from tachyflow.config import TRANSIT_PRECISIONS
 from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
@@ -47,8 +48,10 @@ VARIANTS = {
 }
 
 
-def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None) -> str:
-    """A Taylor–Green case with an isosurface and a slice every ``every`` steps."""
+def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
+              precision: str = "double") -> str:  # fmt: skip
+    """A Taylor–Green case with an isosurface and a slice every ``every`` steps (in transit:
+    the stream's values in ``precision``)."""
     text = f"""
 [case]
 name = "insitu-bench"
@@ -73,6 +76,7 @@ height = 480
 queue_limit = 4
 reserve_queue_limit = 1
 queue_full_policy = "{policy or "Discard"}"
+transit_precision = "{precision}"
 """
     for name, body in (
         ("speed", 'kind = "isosurface"\nfield = "speed"\nvalue = 0.5\ncolour_by = "p"'),
@@ -96,7 +100,8 @@ def split_cores(ranks: int, cores: list[int]) -> tuple[list[int], list[int]]:
 
 
 def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
-                delay: float, timeout: float, pin: bool = False) -> dict:  # fmt: skip
+                delay: float, timeout: float, pin: bool = False,
+                precision: str = "double") -> dict:  # fmt: skip
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
@@ -105,7 +110,7 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     if run_dir.exists():
         shutil.rmtree(run_dir)
     case = folder / "case.toml"
-    case.write_text(case_text(grid, steps, every, mode, policy))
+    case.write_text(case_text(grid, steps, every, mode, policy, precision))
     environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     environment.pop(PIN_VARIABLE, None)  # the run is pinned by its option, readers here
     _, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
@@ -172,18 +177,22 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
 def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every: int = 5,
                          repeats: int = 3, delay: float = 0.5, variants=None,
                          timeout: float = 600.0, progress=None,
-                         pin: bool = False) -> dict:  # fmt: skip
+                         pin: bool = False, precision: str = "double") -> dict:  # fmt: skip
     """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module).
     With ``pin``, ranks and readers on cores of their own where there are enough (the
-    cores are recorded in ``params["cores"]``)."""
+    cores are recorded in ``params["cores"]``); ``precision``: of the stream's values."""
     names = list(VARIANTS) if variants is None else list(variants)
     unknown = [name for name in names if name not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown set-ups {unknown}; known: {list(VARIANTS)}")
     if "none" not in names:
         names.insert(0, "none")
+    if precision not in TRANSIT_PRECISIONS:
+        choices = tuple(TRANSIT_PRECISIONS)
+        raise ValueError(f"precision must be one of {choices}, got {precision!r}")
     params = {"ranks": ranks, "grid": grid, "steps": steps, "every": every,
-              "repeats": repeats, "delay": delay, "variants": names}  # fmt: skip
+              "repeats": repeats, "delay": delay, "variants": names,
+              "transit_precision": precision}  # fmt: skip
     if pin:
         rank_cores, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
         params["cores"] = {"ranks": rank_cores, "readers": reader_cores or "shared with ranks"}
@@ -198,12 +207,12 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                     progress(f"round {repeat + 1}/{repeats}: {name}")
                 started = clock.perf_counter()
                 entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
-                                    timeout, pin)  # fmt: skip
+                                    timeout, pin, precision)  # fmt: skip
                 entry["wall"] = clock.perf_counter() - started
                 samples[name].append(entry)
     document["mpi"] = samples["none"][0]["mpi"]
     baseline = float(np.median([s["iteration"] for s in samples["none"]]))
-    data_bytes = 4 * grid**3 * 8  # u, v, w, p in double precision
+    data_bytes = 4 * grid**3 * 8  # the solver's u, v, w, p (double precision)
     for name in names:
         runs = samples[name]
         result = {

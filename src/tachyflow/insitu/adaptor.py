@@ -62,7 +62,7 @@ class VisualisationAdaptor:
         self.timings = dict.fromkeys(PHASES, 0.0)
         self.images: dict[str, Path] = {}
         self._scratch: dict[str, np.ndarray] = {}
-        self._centred_buffers: dict[str, np.ndarray] = {}
+        self._centred_buffers: dict[tuple[str, np.dtype], np.ndarray] = {}
         self._renderer = None
         self._transit = None
         self._transit_bytes = None
@@ -83,30 +83,27 @@ class VisualisationAdaptor:
         self.timings[phase] += now - started
         return now
 
-    def _centred(self, name: str) -> np.ndarray:
-        """Cell-centred ``name`` on this rank's own cells, in a contiguous buffer kept
-        between steps (the stream copies contiguous pieces fastest)."""
-        solver = self.solver
-        if name not in self._centred_buffers:
-            self._centred_buffers[name] = np.empty(solver.halo.interior(solver.p).shape)
-        out = self._centred_buffers[name]
-        if name == "speed":
-            out.fill(0.0)
-            for component in ("u", "v", "w"):
-                centred = self._centred(component)
-                out += centred * centred
-            np.sqrt(out, out=out)
-        else:
-            solver.cell_field(name, out=out)
-        return out
+    def _buffer(self, name: str, dtype) -> np.ndarray:
+        """A buffer of this rank's own cells kept between steps: fresh arrays cost page
+        faults each time, and the stream copies contiguous pieces fastest."""
+        key = (name, np.dtype(dtype))
+        if key not in self._centred_buffers:
+            shape = self.solver.halo.interior(self.solver.p).shape
+            self._centred_buffers[key] = np.empty(shape, dtype=dtype)
+        return self._centred_buffers[key]
 
-    def centred_fields(self, names, ghosted=()) -> dict[str, np.ndarray]:
-        """Cell-centred ``names`` (u, v, w, p, speed) on this rank's cells; those also in
-        ``ghosted`` on a ghosted piece (a halo exchange each: collective)."""
+    def centred_fields(self, names, ghosted=(), dtype=np.float64) -> dict[str, np.ndarray]:
+        """Cell-centred ``names`` (u, v, w, p, speed) on this rank's cells, of ``dtype``;
+        those also in ``ghosted`` on a ghosted piece (a halo exchange each: collective)."""
         halo = self.solver.halo
         fields = {}
         for name in names:
-            fields[name] = self._centred(name)
+            # Made directly in the buffer's type: no second pass to convert.
+            out = self._buffer(name, dtype)
+            if name == "speed":
+                fields[name] = self.solver.cell_speed(out)
+            else:
+                fields[name] = self.solver.cell_field(name, out=out)
             if name in ghosted:
                 if name not in self._scratch:
                     self._scratch[name] = halo.allocate()
@@ -137,7 +134,7 @@ class VisualisationAdaptor:
         if transit:
             started = clock.perf_counter()
             names = dict.fromkeys(name for p in transit for name in p.fields)
-            fields = self.centred_fields(names)
+            fields = self.centred_fields(names, dtype=self._transit.dtype)
             started = self._timed("prepare", started)
             self._transit.write(step, time, fields, [p.name for p in transit])
             self._timed("transfer", started)

@@ -266,6 +266,32 @@ def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
     return tuple(out)
 
 
+@numba.njit(cache=True, error_model="numpy", parallel=True)
+def _centred_speed(u, v, w, radial, out):  # pragma: no cover
+    nx, ny, nz = out.shape
+    for i in prange(nx):
+        for j in range(ny):
+            scale = 0.5 * radial[j]
+            for k in range(nz):
+                a = 0.5 * (u[i + 1, j + 1, k + 1] + u[i, j + 1, k + 1])
+                b = scale * (v[i + 1, j + 1, k + 1] + v[i + 1, j, k + 1])
+                c = 0.5 * (w[i + 1, j + 1, k + 1] + w[i + 1, j + 1, k])
+                out[i, j, k] = np.sqrt(a * a + b * b + c * c)
+
+
+def centred_speed(u, v, w, out: np.ndarray, radial_scale: np.ndarray | None = None):
+    """``|u|`` at the owned cell centres from the face velocities, in one pass (no
+    temporaries): each component the mean of its two faces, the second one times
+    ``radial_scale[j]`` when given (a cylindrical grid's ``q = r u_r``: ``1 / r``).
+    ``out``: shape of the owned cells; returned."""
+    ny = out.shape[1]
+    radial = np.ones(ny) if radial_scale is None else np.asarray(radial_scale, dtype=np.float64)
+    if radial.shape != (ny,):
+        raise ValueError(f"radial_scale must have shape ({ny},), got {radial.shape}")
+    _centred_speed(u, v, w, radial, out)
+    return out
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _y_weighted_sum(values, weights):  # pragma: no cover
     total = 0.0

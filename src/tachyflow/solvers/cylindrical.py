@@ -42,6 +42,7 @@ from tachyflow.config import OVERLAP_PLACES
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import cylindrical_stencils as stencils
 from tachyflow.numerics import immersed
+from tachyflow.numerics import stencils as cartesian_stencils
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.runge_kutta import RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredPeriodicDiffusion, FactoredTridiagonal
@@ -575,6 +576,12 @@ class CylindricalSolver(PencilSolver):
             return np.array(values)
         out[...] = values
         return out
+
+    def cell_speed(self, out: np.ndarray) -> np.ndarray:
+        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass)."""
+        return cartesian_stencils.centred_speed(
+            self.u, self.q, self.w, out, 1.0 / self.grid.centres_y
+        )
 
     def _wall_stresses(self) -> tuple[float, float, float]:
         """Mean axial wall shear at the outer wall and the torques per unit length on the

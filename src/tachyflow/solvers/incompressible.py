@@ -481,6 +481,10 @@ class IncompressibleSolver(PencilSolver):
         out *= 0.5
         return out
 
+    def cell_speed(self, out: np.ndarray) -> np.ndarray:
+        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass)."""
+        return stencils.centred_speed(self.u, self.v, self.w, out)
+
     def nonfinite_field(self) -> str | None:
         """``u``, ``v`` or ``w`` if it holds NaN or infinity on this rank, else None."""
         for name in ("u", "v", "w"):

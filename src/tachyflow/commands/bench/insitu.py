@@ -27,6 +27,8 @@ class Insitu(Benchmark):
     results: ClassVar[dict[str, str]] = {"insitu": "tachyflow.bench.insitu"}
 
     def add_arguments(self, parser):
+        from tachyflow.config import TRANSIT_PRECISIONS
+
         parser.add_argument("-n", "--ranks", dest="bench_ranks", default=2,
                             type=options.positive_int,
                             metavar="N", help="ranks of the simulation (default 2)")  # fmt: skip
@@ -42,6 +44,13 @@ class Insitu(Benchmark):
         )
         parser.add_argument("--delay", type=options.non_negative_float, default=0.5,
                             help="seconds per step of a slow reader")  # fmt: skip
+        parser.add_argument(
+            "--transit-precision",
+            choices=tuple(TRANSIT_PRECISIONS),
+            default="double",
+            help="precision of the values streamed in transit (the case's "
+            "[insitu] transit_precision; default double)",
+        )
         parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
                             help="set-ups to run (default: all)")  # fmt: skip
         parser.add_argument(
@@ -63,6 +72,7 @@ class Insitu(Benchmark):
         document = insitu.run_insitu_benchmark(
             args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
             args.variants, progress=console.print, pin=args.pin_processes,
+            precision=args.transit_precision,
         )  # fmt: skip
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")

@@ -20,6 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from tachyflow.config import TRANSIT_PRECISIONS
 from tachyflow.insitu.transit.aggregation import GroupAggregation, node_count
 from tachyflow.insitu.transit.manifest import write_manifest
 from tachyflow.insitu.transit.sst import (
@@ -211,8 +212,9 @@ class TransitWriter:
     def for_case(cls, section, solver, output) -> TransitWriter:
         """The writer of a case's ``[insitu]`` transit pipelines (collective).
 
-        The fields are those the transit pipelines draw; ``aggregators`` is capped at the
-        number of ranks so that one case file runs on any number of them.
+        The fields are those the transit pipelines draw, of ``transit_precision``;
+        ``aggregators`` is capped at the number of ranks so that one case file runs on any
+        number of them.
         """
         from tachyflow.insitu.pipelines import Pipeline
 
@@ -228,6 +230,7 @@ class TransitWriter:
             output,
             tuple(names),
             grid=solver.grid,
+            dtype=TRANSIT_PRECISIONS[section.transit_precision],
             aggregators=min(section.aggregators, decomposition.size),
             queue_limit=section.queue_limit,
             queue_full_policy=section.queue_full_policy,
