@@ -164,3 +164,15 @@ def test_a_flow_and_noise_step_is_the_sum_of_its_parts():
     assert step["flow"] == pytest.approx(model.flow_step(64, 4)["total"])
     assert step["noise"] == pytest.approx(model.noise_sample(40, 4, "C")["total"])
     assert step["total"] == pytest.approx(step["flow"] + step["noise"])
+
+
+def test_the_fan_command_names_the_models_default_profile(capsys):
+    # The command does not import the model to parse (its default is resolved at run
+    # time), so its help names the default in words: they must stay the model's.
+    from tachyflow.bench.fan_model import DEFAULT_PROFILE
+    from tachyflow.commands import build_parser
+
+    assert build_parser().parse_args(["bench", "fan"]).profile is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "fan", "--help"])
+    assert f"default {DEFAULT_PROFILE}," in " ".join(capsys.readouterr().out.split())
