@@ -49,7 +49,8 @@ for ranks in 2 3; do
     -n $((ranks - 1)) "$python" -m pytest -m "$selection" "${others[@]}" "$@"
   note $?
 done
-# Tests marked isolated (they fail after others in the same processes) launched one by one.
+# Tests marked isolated (they fail after others in the same processes, or need MPICH's
+# default waiting) launched one by one.
 "$python" -m pytest -m "not slow and isolated and (parallel[2] or parallel[3])" "$@"
 note $?
 exit "$status"

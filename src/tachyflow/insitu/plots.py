@@ -42,7 +42,10 @@ def plot_slices(
     axes[1].set_ylim(0, lz)
     figure.colorbar(image, ax=axes[1], shrink=0.8)
     figure.suptitle(f"step {step}, t = {time:.4g}")
-    return save_figure(figure, path, dpi=100)
+    # Fixed margins: a run draws these every few steps, and fitting the layout to the
+    # labels would draw each picture twice.
+    figure.subplots_adjust(left=0.08, right=0.97, bottom=0.07, top=0.9, hspace=0.4)
+    return save_figure(figure, path, dpi=100, tight=False)
 
 
 def plot_history(history: list[dict], path) -> Path:
@@ -67,4 +70,5 @@ def plot_history(history: list[dict], path) -> Path:
         axis.grid(alpha=0.3)
     for axis in axes[1]:
         axis.set_xlabel("time")
-    return save_figure(figure, path, dpi=100)
+    figure.subplots_adjust(left=0.12, right=0.98, bottom=0.09, top=0.97, wspace=0.42, hspace=0.1)
+    return save_figure(figure, path, dpi=100, tight=False)

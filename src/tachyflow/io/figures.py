@@ -17,9 +17,12 @@ def pyplot():
     return plt
 
 
-def save_figure(figure, path, dpi: int = 110) -> Path:
-    """Lay ``figure`` out, write it as a PNG to ``path`` atomically, close it."""
-    figure.tight_layout()
+def save_figure(figure, path, dpi: int = 110, tight: bool = True) -> Path:
+    """Lay ``figure`` out (``tight``: around its labels, which costs a second drawing;
+    otherwise as its subplot parameters say), write it as a PNG to ``path`` atomically,
+    close it."""
+    if tight:
+        figure.tight_layout()
     with replacing(path) as temporary:
         figure.savefig(temporary, dpi=dpi, format="png")
     pyplot().close(figure)

@@ -17,6 +17,7 @@ class Images(Observer):
 
     def __init__(self, every: int):
         self.every = every
+        self._drawn = None  # (step, rows of history) of the last pictures drawn
 
     @classmethod
     def from_case(cls, config, options):
@@ -24,6 +25,11 @@ class Images(Observer):
 
     def observe(self, run) -> None:
         solver = run.solver
+        # The same on every rank; a run ending on the cadence would draw its last step twice.
+        drawn = (solver.steps, len(run.history))
+        if drawn == self._drawn:
+            return
+        self._drawn = drawn
         u, layout = solver.cell_field("u"), solver.piece_layout()
         _, ny, nz = layout.global_shape
         # Only the two planes drawn travel to rank 0, never the whole field.

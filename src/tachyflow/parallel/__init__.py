@@ -19,6 +19,7 @@ _MODULES = {
     "parse_proc_grid": "pencil",
     "pipelined": "transpose",
     "process_grids": "pencil",
+    "sleeping_barrier": "idle",
     "split_bounds": "pencil",
 }
 
