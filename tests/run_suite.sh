@@ -21,6 +21,11 @@ python=$1
 shift
 launcher_folder=$(dirname "$python")
 export PATH="$launcher_folder:$PATH"  # the environment's mpiexec: the MPI mpi4py loads
+# The suite starts hundreds of Python processes; with PYTHONDONTWRITEBYTECODE (set by some
+# CI images) each compiles the package's and the tests' sources again (pytest's collection
+# 10 s instead of 6.6 s). Bytecode is kept, in the environment's folder, not the sources'.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$(dirname "$launcher_folder")/pycache}"
 
 status=0
 note() {  # pytest's 5 (no test selected, e.g. by -k) is no failure here

@@ -2,6 +2,7 @@
 plot, restarts, and clear errors for bad bodies."""
 
 import csv
+import shutil
 
 import pytest
 
@@ -49,14 +50,15 @@ def test_a_case_with_bodies_writes_their_loads_and_restarts(tmp_path):
     case = tmp_path / "couette.toml"
     case.write_text(COUETTE.format(steps=40, second="stator", shape="cylinder"))
     whole, halves = tmp_path / "whole", tmp_path / "halves"
-    runs = [
-        ("run", str(case), "-n", "2", "-o", str(whole)),
-        ("run", str(case), "-n", "2", "--steps", "20", "-o", str(halves)),
-        ("run", str(case), "-n", "3", "--restart", "latest", "-o", str(halves)),
-    ]
-    for arguments in runs:
-        result = tachyflow(*arguments, timeout=180)
-        assert result.returncode == 0, result.stderr
+    result = tachyflow("run", str(case), "-n", "2", "-o", str(whole), timeout=180)
+    assert result.returncode == 0, result.stderr
+    # The finished run's folder goes on again from its step-20 checkpoint, on 3 ranks: the
+    # rows after it are written anew.
+    shutil.copytree(whole, halves)
+    checkpoint = halves / "checkpoints" / "step_00000020.ckpt"
+    result = tachyflow("run", str(case), "-n", "3", "--restart", str(checkpoint),
+                       "-o", str(halves), timeout=180)  # fmt: skip
+    assert result.returncode == 0, result.stderr
     table = rows(whole / "forces.csv")
     assert [int(row["step"]) for row in table] == [10, 20, 30, 40]
     assert {"rotor_Mz", "stator_Mz", "rotor_Fx"} <= set(table[0])

@@ -107,6 +107,21 @@ def test_in_transit_readers_get_the_cores_the_ranks_leave():
         split_cores(0, [0, 1])
 
 
+def test_visualisation_overhead_pairs_each_run_with_its_rounds_baseline():
+    from tachyflow.bench.insitu import paired_overhead
+
+    # The machine slows down over the rounds by far more than the set-up costs: 2 % over
+    # each round's baseline, 10 % in one disturbed round.
+    baseline = [10.0, 12.0, 14.0, 16.0, 18.0]
+    times = [10.2, 12.24, 14.28, 17.6, 18.36]
+    overhead = paired_overhead(times, baseline)
+    assert overhead["overhead"] == pytest.approx(0.02)
+    assert overhead["overhead_quartiles"] == pytest.approx([0.02, 0.02])
+    assert overhead["overhead_paired"][3] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="one baseline run per run, got 2 runs and 1"):
+        paired_overhead([1.0, 2.0], [1.0])
+
+
 def test_in_transit_cases_carry_the_streams_precision():
     from tachyflow import config
     from tachyflow.bench.insitu import case_text, run_insitu_benchmark

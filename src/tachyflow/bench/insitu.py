@@ -15,6 +15,11 @@ Per set-up: the time per iteration (step, checks, outputs, visualisation), its s
 simulation (the solver's step), data transfer (to the stream) and rendering (extract,
 gather, draw) on the ranks, the overhead over ``none``, the steps the readers drew and
 skipped, the writer's staging memory beside the step's data, and the readers' memory.
+
+The overhead is the median over rounds of each run's time per iteration over that of the
+round's run without visualisation (paired: a shared machine's speed drifts by more than a
+few per cent over minutes, which pairs of adjacent runs cancel), with its quartiles; the
+ratio of the two set-ups' medians is kept beside it (``overhead_of_medians``).
 """
 
 from __future__ import annotations
@@ -225,7 +230,9 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
             "transfer": float(np.median([s["transfer"] for s in runs])),
             "rendering": float(np.median([s["rendering"] for s in runs])),
         }
-        result["overhead"] = result["median"] / baseline - 1.0
+        baseline_runs = [s["iteration"] for s in samples["none"]]
+        result.update(paired_overhead(result["samples"], baseline_runs))
+        result["overhead_of_medians"] = result["median"] / baseline - 1.0
         if "step_bytes" in runs[0]:
             result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]
         if "readers" in runs[0]:
@@ -236,6 +243,24 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
             )
         document["results"].append(result)
     return document
+
+
+def paired_overhead(times, baseline_times) -> dict:
+    """Overhead of runs over the baseline runs of the same rounds: ``overhead`` (the median
+    of the rounds' ratios less one), ``overhead_quartiles`` and ``overhead_paired`` (each
+    round's). Pairing runs adjacent in time cancels a shared machine's slow drifts, which
+    a ratio of medians keeps."""
+    if len(times) != len(baseline_times) or not times:
+        raise ValueError(
+            f"need one baseline run per run, got {len(times)} runs and "
+            f"{len(baseline_times)} baseline runs"
+        )
+    paired = [time / baseline - 1.0 for time, baseline in zip(times, baseline_times, strict=True)]
+    return {
+        "overhead": float(np.median(paired)),
+        "overhead_quartiles": [float(q) for q in np.percentile(paired, [25, 75])],
+        "overhead_paired": paired,
+    }
 
 
 def stem(document: dict) -> str:

@@ -21,6 +21,8 @@ from numba import prange
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
 def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  # pragma: no cover
+    # One real division per row: the right-hand side (complex for Fourier modes) is
+    # multiplied by the pivot's reciprocal, not divided by it (a complex division each).
     n0, n, n2 = rhs.shape
     for i in prange(n0):
         factor = np.empty((n, n2))  # each line set its own (threads take the i's)
@@ -29,19 +31,19 @@ def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  #
                 factor[0, k] = 0.0
                 rhs[i, 0, k] = 0.0
             else:
-                pivot = diagonal[0] + shift[i, k] + scaled[i, k] * weights[0]
-                factor[0, k] = upper[0] / pivot
-                rhs[i, 0, k] = rhs[i, 0, k] / pivot
+                inverse = 1.0 / (diagonal[0] + shift[i, k] + scaled[i, k] * weights[0])
+                factor[0, k] = upper[0] * inverse
+                rhs[i, 0, k] = rhs[i, 0, k] * inverse
         for j in range(1, n):
             for k in range(n2):
-                pivot = (
+                inverse = 1.0 / (
                     diagonal[j]
                     + shift[i, k]
                     + scaled[i, k] * weights[j]
                     - lower[j] * factor[j - 1, k]
                 )
-                factor[j, k] = upper[j] / pivot
-                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) / pivot
+                factor[j, k] = upper[j] * inverse
+                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) * inverse
         for j in range(n - 2, -1, -1):
             for k in range(n2):
                 rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]

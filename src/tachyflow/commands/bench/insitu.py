@@ -82,12 +82,24 @@ class Insitu(Benchmark):
         for entry in document["results"]:
             staging = entry.get("staging_ratio")
             table.add_row(
-                entry["name"], f"{entry['median'] * 1e3:.1f} ms", f"{entry['overhead']:+.1%}",
+                entry["name"], f"{entry['median'] * 1e3:.1f} ms", overhead(entry),
                 f"{entry['simulation'] * 1e3:.1f} ms", f"{entry['transfer'] * 1e3:.2f} ms",
                 f"{entry['rendering'] * 1e3:.2f} ms",
                 "" if staging is None else f"{staging:.2f}x step",
                 " ".join(map(str, entry.get("drawn", []))),
             )  # fmt: skip
         console.print(table)
+        console.print(
+            "overhead: median over rounds of each run against the round's run without "
+            "visualisation [quartiles]"
+        )
         console.print(f"wrote {json_path} and {png_path}")
         return 0
+
+
+def overhead(entry: dict) -> str:
+    """The paired overhead and its quartiles (none for the baseline itself)."""
+    low, high = entry["overhead_quartiles"]
+    if entry["name"] == "none":
+        return f"{entry['overhead']:+.1%}"
+    return f"{entry['overhead']:+.1%} [{low:+.1%}, {high:+.1%}]"
