@@ -175,8 +175,7 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "fft",
         "transposes",
         "tdma",
-        "advection",
-        "diffusion",
+        "explicit",  # advection, diffusion and RK3 increments in one pass
         "projection",
         "boundaries",
         "other",
@@ -236,7 +235,7 @@ def test_bench_step_end_to_end(tmp_path):
     assert overlapped["name"] == "tachyflow-step-overlapped" and overlapped["verified"]
     assert document["overlap"]["speedup"] == entry["median"] / overlapped["median"]
     assert document["model"]["copies_per_step"] == 12
-    assert {"fft", "advection", "projection", "boundaries"} <= set(document["phases"])
+    assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())
 
 

@@ -77,6 +77,9 @@ def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
     assert np.mean(np.any(here[body] != there[body], axis=-1)) < 1e-3
     timings = json.loads((run_dir / "timings.json").read_text())["visualisation"]
     assert timings["transfer"] > 0 and timings["step_bytes"] == 16**3 * 4  # single precision
+    outputs = timings["transit_output"]  # the first (the reader attaching) and the others
+    assert outputs["count"] == 4 and outputs["first"] > 0 and outputs["steady"] > 0
+    assert outputs["first"] + outputs["steady"] <= timings["prepare"] + timings["transfer"]
     manifest = json.loads((run_dir / "transit" / "manifest.json").read_text())
     assert np.dtype(manifest["dtype"]) == np.float32
 

@@ -19,7 +19,11 @@ skipped, the writer's staging memory beside the step's data, and the readers' me
 The overhead is the median over rounds of each run's time per iteration over that of the
 round's run without visualisation (paired: a shared machine's speed drifts by more than a
 few per cent over minutes, which pairs of adjacent runs cancel), with its quartiles; the
-ratio of the two set-ups' medians is kept beside it (``overhead_of_medians``).
+ratio of the two set-ups' medians is kept beside it (``overhead_of_medians``). In transit,
+``writer_share`` is measured within each run: the writer's median cost per output after
+the first (making the fields, SST's copy, the end of the step) over the run's time per
+iteration; ``writer_first_output`` is the first output's (a reader attaching, buffers
+touched for the first time), paid once per run.
 """
 
 from __future__ import annotations
@@ -165,6 +169,12 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
         "rendering": (rendering + (prepare if mode == "insitu" else 0.0)) / count,
         "mpi": summary["mpi"],
     }
+    if "transit_output" in visual:
+        # The writer's cost once the reader is attached and its buffers touched, per
+        # iteration (an output every ``every`` steps), and its first output's.
+        output = visual["transit_output"]
+        entry["writer_steady"] = output["steady"] * output["count"] / count
+        entry["writer_first"] = output["first"]
     if "step_bytes" in visual:
         entry["step_bytes"] = visual["step_bytes"]
         entry["staging_bytes"] = visual["staging_bytes"] + visual["step_bytes"]
@@ -233,6 +243,13 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         baseline_runs = [s["iteration"] for s in samples["none"]]
         result.update(paired_overhead(result["samples"], baseline_runs))
         result["overhead_of_medians"] = result["median"] / baseline - 1.0
+        if "writer_steady" in runs[0]:
+            # Within each run, so free of the run-to-run drift: the writer's steady cost
+            # over the run's time per iteration.
+            result["writer_share"] = float(
+                np.median([s["writer_steady"] / s["iteration"] for s in runs])
+            )
+            result["writer_first_output"] = float(np.median([s["writer_first"] for s in runs]))
         if "step_bytes" in runs[0]:
             result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]
         if "readers" in runs[0]:

@@ -66,6 +66,7 @@ class VisualisationAdaptor:
         self._renderer = None
         self._transit = None
         self._transit_bytes = None
+        self._transit_outputs: list[float] = []  # seconds of each output into the stream
         self._monitor = None
         self._published = -np.inf
         self._new_images: dict[str, Path] = {}
@@ -132,12 +133,12 @@ class VisualisationAdaptor:
             for pipeline in in_situ:
                 self._run_in_situ(pipeline, fields, step, time)
         if transit:
-            started = clock.perf_counter()
+            first = started = clock.perf_counter()
             names = dict.fromkeys(name for p in transit for name in p.fields)
             fields = self.centred_fields(names, dtype=self._transit.dtype)
             started = self._timed("prepare", started)
             self._transit.write(step, time, fields, [p.name for p in transit])
-            self._timed("transfer", started)
+            self._transit_outputs.append(self._timed("transfer", started) - first)
         if self._monitor is not None:
             self._publish(metrics)
 
@@ -168,9 +169,18 @@ class VisualisationAdaptor:
 
     def summary(self) -> dict:
         """Seconds per phase (slowest rank), and for in transit the writer's staging
-        memory beside the step's data (collective)."""
+        memory beside the step's data and the seconds of its first output (a reader
+        attaching, buffers first touched) and the median of the others (``transit_output``)
+        (collective)."""
         maximum = self.decomposition.maximum
         summary = {phase: maximum(seconds) for phase, seconds in self.timings.items()}
+        outputs = self._transit_outputs
+        if outputs:  # as many on every rank
+            summary["transit_output"] = {
+                "first": maximum(outputs[0]),
+                "steady": maximum(float(np.median(outputs[1:] or outputs))),
+                "count": len(outputs),
+            }
         if self._transit_bytes is not None:
             staging, data = self._transit_bytes
             summary["staging_bytes"] = maximum(staging)

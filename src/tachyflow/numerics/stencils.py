@@ -266,6 +266,132 @@ def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
     return tuple(out)
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _add_terms(f, c, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_implicit,
+               forcing, dt, gamma, rho, alpha_dt, first, previous, explicit,
+               increment):  # fmt: skip
+    # One component at one point: _add_viscous's arithmetic on top of the advection, the
+    # forcing, then _rk3_increment's, in their order.
+    centre = f[i, j, k]
+    x_part = x_coefficient * (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k])
+    z_part = z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
+    y_up = up * (f[i, j + 1, k] - centre)
+    y_down = down * (centre - f[i, j - 1, k])
+    if y_implicit:
+        term = advected + (x_part + z_part)
+        y_part = y_up - y_down
+    else:
+        term = advected + (x_part + z_part + y_up - y_down)
+        y_part = 0.0
+    term += forcing
+    explicit[c, i - 1, j - 1, k - 1] = term
+    # The first substep's previous terms are its own (never read back from memory: the
+    # compiler may take two array arguments for distinct).
+    earlier = term if first else previous[c, i - 1, j - 1, k - 1]
+    increment[c, i - 1, j - 1, k - 1] = dt * (gamma * term + rho * earlier) + alpha_dt * y_part
+
+
+@numba.njit(cache=True, error_model="numpy", parallel=True)
+def _explicit_increments(
+    u, v, w, width, width_up, gap, gap_down, dx, dz, nu, y_implicit, forcing_x,
+    dt, gamma, rho, alpha_dt, first, previous, explicit, increment,
+):  # fmt: skip  # pragma: no cover
+    # The arithmetic of _advection, _add_viscous, the forcing and _rk3_increment, in their
+    # order, so the result is theirs bit for bit; one pass over the fields instead of one
+    # per term and component.
+    nx, ny, nz = explicit.shape[1:]
+    x_coefficient, z_coefficient = nu / dx**2, nu / dz**2
+    centre_up, centre_down = np.empty(ny), np.empty(ny)
+    face_up, face_down = np.empty(ny), np.empty(ny)
+    for j in range(ny):
+        centre_up[j] = nu / (gap[j] * width[j])
+        centre_down[j] = nu / (gap_down[j] * width[j])
+        face_up[j] = nu / (width_up[j] * gap[j])
+        face_down[j] = nu / (width[j] * gap[j])
+    for i in prange(1, nx + 1):
+        for j in range(1, ny + 1):
+            inverse_width = 1.0 / width[j - 1]
+            inverse_gap = 1.0 / gap[j - 1]
+            a, b = centre_up[j - 1], centre_down[j - 1]
+            a_face, b_face = face_up[j - 1], face_down[j - 1]
+            for k in range(1, nz + 1):
+                uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
+                uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
+                vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
+                uv_down = (
+                    0.25 * (u[i, j - 1, k] + u[i, j, k]) * (v[i, j - 1, k] + v[i + 1, j - 1, k])
+                )
+                uv_left = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (v[i - 1, j, k] + v[i, j, k])
+                )
+                uw_back = (
+                    0.25 * (u[i, j, k - 1] + u[i, j, k]) * (w[i, j, k - 1] + w[i + 1, j, k - 1])
+                )
+                uw_left = (
+                    0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
+                )
+                vw_back = (
+                    0.25 * (v[i, j, k - 1] + v[i, j, k]) * (w[i, j, k - 1] + w[i, j + 1, k - 1])
+                )
+                vw_down = (
+                    0.25 * (v[i, j - 1, k] + v[i, j - 1, k + 1]) * (w[i, j - 1, k] + w[i, j, k])
+                )
+                uu_right = 0.25 * (u[i, j, k] + u[i + 1, j, k]) ** 2
+                uu_left = 0.25 * (u[i - 1, j, k] + u[i, j, k]) ** 2
+                vv_up = 0.25 * (v[i, j, k] + v[i, j + 1, k]) ** 2
+                vv_down = 0.25 * (v[i, j - 1, k] + v[i, j, k]) ** 2
+                ww_front = 0.25 * (w[i, j, k] + w[i, j, k + 1]) ** 2
+                ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
+                advected_u = -(
+                    (uu_right - uu_left) / dx
+                    + (uv - uv_down) * inverse_width
+                    + (uw - uw_back) / dz
+                )
+                advected_v = -(
+                    (uv - uv_left) / dx + (vv_up - vv_down) * inverse_gap + (vw - vw_back) / dz
+                )
+                advected_w = -(
+                    (uw - uw_left) / dx
+                    + (vw - vw_down) * inverse_width
+                    + (ww_front - ww_back) / dz
+                )
+                _add_terms(u, 0, i, j, k, advected_u, x_coefficient, z_coefficient, a, b,
+                           y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, previous,
+                           explicit, increment)  # fmt: skip
+                _add_terms(v, 1, i, j, k, advected_v, x_coefficient, z_coefficient, a_face,
+                           b_face, y_implicit, 0.0, dt, gamma, rho, alpha_dt, first,
+                           previous, explicit, increment)  # fmt: skip
+                _add_terms(w, 2, i, j, k, advected_w, x_coefficient, z_coefficient, a, b,
+                           y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, previous,
+                           explicit, increment)  # fmt: skip
+
+
+def explicit_increments(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
+                        y_implicit: bool, forcing_x: float, dt: float, gamma: float,
+                        rho: float, alpha_dt: float, previous, explicit, increment):  # fmt: skip
+    """An RK3 substep's explicit terms and increments of u, v, w in one pass (numba).
+
+    ``explicit`` (shape ``(3, nx, ny, nz)``) receives ``-∇·(u u) + ν ∇² u`` (without its
+    y part when ``y_implicit``), plus ``forcing_x`` on u; ``increment`` receives
+    ``Δt (γ explicit + ρ previous) + α Δt ν ∂²_y u`` (the Crank–Nicolson right-hand side;
+    no y part unless ``y_implicit``). ``previous`` may be ``explicit`` itself (first
+    substep). The values equal those of :func:`advection`, :func:`add_viscous` and
+    :func:`~tachyflow.numerics.runge_kutta.rk3_increment` in turn, bit for bit.
+    """
+    shape = (3, *(n - 2 for n in u.shape))
+    for name, array in (("previous", previous), ("explicit", explicit),
+                        ("increment", increment)):  # fmt: skip
+        if array.shape != shape:
+            raise ValueError(f"{name} has shape {array.shape}, expected {shape}")
+    _explicit_increments(
+        u, v, w, metrics.width.ravel(), metrics.width_up.ravel(), metrics.gap.ravel(),
+        metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), bool(y_implicit),
+        float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt),
+        previous is explicit, previous, explicit, increment,
+    )  # fmt: skip
+    return explicit, increment
+
+
 @numba.njit(cache=True, error_model="numpy", parallel=True)
 def _centred_speed(u, v, w, radial, out):  # pragma: no cover
     nx, ny, nz = out.shape

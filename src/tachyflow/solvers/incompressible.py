@@ -81,6 +81,16 @@ class IncompressibleSolver(PencilSolver):
         (``PoissonSolver(overlap)``; the same result to round-off). The attribute
         ``overlap`` may be changed between steps. Off by default (slower where measured).
 
+    Attributes
+    ----------
+    fused : bool
+        A substep's explicit terms (advection, viscous terms, forcing) and RK3 increments
+        of the three components in one pass (:func:`~tachyflow.numerics.stencils.
+        explicit_increments`), the same values bit for bit as the separate kernels
+        (``False``: the reference path). On unless the grid is open in x (the outflow
+        condition changes the terms before the increments: there it is ignored). May be
+        changed between steps.
+
     Notes
     -----
     Construction and :meth:`step`, :meth:`statistics`, :meth:`stable_time_step` are
@@ -189,6 +199,7 @@ class IncompressibleSolver(PencilSolver):
         self._wall_ghost = self._wall_extrapolation()
         self._implicit_bands = self._viscous_bands() if self.walls else None
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
+        self.fused = self.inflow is None
         # Work arrays of the owned points, kept (fresh large arrays cost page faults every
         # substep): the explicit terms of this substep and of the previous one, in turn,
         # the Crank–Nicolson terms (then the increments), the divergence.
@@ -358,15 +369,33 @@ class IncompressibleSolver(PencilSolver):
                 implicit[0][-1] = 0.0  # the outflow condition is not diffused
         return explicit, implicit
 
+    def _fused_terms(self, dt: float, gamma: float, rho: float, alpha_dt: float):
+        """(explicit terms, RK3 increments) of u, v, w from one pass over the fields."""
+        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
+        forcing = self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
+        with self.timer("explicit"):
+            return stencils.explicit_increments(
+                self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
+                self.walls, forcing, dt, gamma, rho, alpha_dt,
+                self._previous if rho else explicit, explicit, self._implicit_terms,
+            )  # fmt: skip
+
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
-        explicit, implicit = self._explicit_and_implicit_terms()
+        fused = self.fused and self.inflow is None  # see ``fused``
+        if fused:
+            explicit, increments = self._fused_terms(dt, gamma, rho, alpha * dt)
+        else:
+            explicit, implicit = self._explicit_and_implicit_terms()
         for index, field in enumerate((self.u, self.v, self.w)):
-            previous = self._previous[index] if rho else explicit[index]
-            increment = rk3_increment(
-                dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
-            )
+            if fused:
+                increment = increments[index]
+            else:
+                previous = self._previous[index] if rho else explicit[index]
+                increment = rk3_increment(
+                    dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
+                )
             target = self.halo.interior(field)
             if index == 0 and self.inflow is not None and self._owns_outflow:
                 outflow = increment[-1].copy()  # not diffused: the outflow condition

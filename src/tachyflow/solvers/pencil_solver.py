@@ -66,6 +66,7 @@ class PencilSolver(Solver):
     bodies: tuple = ()
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
+    fused = False  # explicit terms and RK3 increments in one pass (a solver's own kernel)
 
     @property
     def overlap(self) -> bool:
@@ -347,16 +348,18 @@ class PencilSolver(Solver):
 
     def phase_seconds(self) -> dict[str, float]:
         """FFT, transposes, tridiagonal solves (pressure, and the implicit viscous terms
-        added to the velocity), advection, diffusion, projection (divergence, pressure
+        added to the velocity), advection and diffusion (or, fused, explicit: both and the
+        RK3 increments in one pass), projection (divergence, pressure
         gradient and its halo, flow rate), boundaries (velocity halos, wall ghosts) and
         immersed-body forcing time of the steps so far (this rank)."""
         poisson, own = self.poisson.timer.seconds, self.timer.seconds
+        # The fused pass (explicit terms and increments at once) where the solver has one.
+        explicit = ("explicit",) if self.fused else ("advection", "diffusion")
         phases = {
             "fft": poisson["fft"],
             "transposes": poisson["transpose"],
             "tdma": poisson["tdma"] + own["implicit"],
-            "advection": own["advection"],
-            "diffusion": own["diffusion"],
+            **{name: own[name] for name in explicit},
             "projection": own["projection"],
             "boundaries": own["boundaries"],
         }

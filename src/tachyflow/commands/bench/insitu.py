@@ -93,6 +93,13 @@ class Insitu(Benchmark):
             "overhead: median over rounds of each run against the round's run without "
             "visualisation [quartiles]"
         )
+        for entry in document["results"]:
+            if "writer_share" in entry:
+                console.print(
+                    f"{entry['name']}: the writer takes {entry['writer_share']:.1%} of an "
+                    f"iteration once attached (within each run; its first output "
+                    f"{entry['writer_first_output'] * 1e3:.0f} ms)"
+                )
         console.print(f"wrote {json_path} and {png_path}")
         return 0
 
