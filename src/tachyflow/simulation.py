@@ -8,7 +8,7 @@ visualisation, acoustics, and plug-ins'). Output folder::
     config.toml     the resolved configuration
     log.txt         what rank 0 printed, with times
     stats.csv       step, time, dt, CFL, energy, dissipation, bulk velocity, wall shear, ...
-    timings.json    wall time per phase (FFT, transposes, TDMA, advection, ...)
+    timings.json    wall time per phase (FFT, transposes, TDMA, explicit terms, ...)
     fields.bp/      ADIOS2 BP5 series of u, v, w, p at cell centres (Fides + VTX attributes)
     fields.pvd      the same steps as VTK XML files in fields_vtk/ (.vti, or .vtr if stretched)
     checkpoints/    step_XXXXXXXX.ckpt (the newest [output] checkpoints_kept)

@@ -234,6 +234,11 @@ def test_bench_step_end_to_end(tmp_path):
     overlapped = document["results"][1]
     assert overlapped["name"] == "tachyflow-step-overlapped" and overlapped["verified"]
     assert document["overlap"]["speedup"] == entry["median"] / overlapped["median"]
+    fused = document["fused"]  # the fused explicit pass against the separate kernels
+    assert len(fused["fused"]["samples"]) == len(fused["separate kernels"]["samples"]) == 2
+    ratio = fused["separate kernels"]["median"] / fused["fused"]["median"]
+    assert fused["speedup"] == pytest.approx(ratio)
+    assert "fused explicit pass:" in result.stdout
     assert document["model"]["copies_per_step"] == 12
     assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())

@@ -16,7 +16,9 @@ over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 
 Ours is timed with blocking transposes (the default), overlapped ones, and overlapped with
 progress calls, interleaved (:mod:`tachyflow.bench.overlap`: ``overlap`` holds the
-speed-ups); ``phases`` are over the steps of all three.
+speed-ups); ``phases`` are over the steps of all three. Then the step with its fused
+explicit pass (the default) and with the separate kernels, interleaved: ``fused`` holds
+both and the speed-up of fusing.
 """
 
 from __future__ import annotations
@@ -79,6 +81,23 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     document["phases"] = {
         name: decomposition.maximum(after[name] - before[name]) / steps for name in sorted(after)
     }
+
+    # The fused explicit pass against the separate kernels (the same bits), interleaved.
+    def stepped(fused: bool):
+        def run():
+            solver.fused = fused
+            step()
+
+        return run
+
+    pair = time_interleaved(
+        {"fused": stepped(True), "separate kernels": stepped(False)}, comm, repeats, 1,
+        description="fused explicit pass",
+    )  # fmt: skip
+    solver.fused = True
+    fused = {name: summarize(samples) for name, samples in pair.items()}
+    fused["speedup"] = fused["separate kernels"]["median"] / fused["fused"]["median"]
+    document["fused"] = fused
     # Distinct arrays for every pass, so the copies stream from memory, not from cache.
     shape = decomposition.local_shape("y")
     sources = [np.full(shape, float(n)) for n in range(MINIMUM_PASSES)]

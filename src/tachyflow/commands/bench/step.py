@@ -84,6 +84,13 @@ class Step(Benchmark):
                     f"memory-traffic bound {bound * 1e3:.2f} ms per step: {entry['name']} "
                     f"takes {entry['ratio_to_memory_bound']:.1f}x the bound"
                 )
+        if "fused" in document:
+            fused = document["fused"]
+            runtime.make_console().print(
+                f"fused explicit pass: {fused['fused']['median'] * 1e3:.1f} ms per step, the "
+                f"separate kernels {fused['separate kernels']['median'] * 1e3:.1f} ms "
+                f"({fused['speedup']:.2f}x; same run, interleaved)"
+            )
         if "phases" in document:
             runtime.make_console().print(
                 "phases per step (slowest rank): "
