@@ -199,6 +199,37 @@ def add_viscous(
     return out
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _advect_point(u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap, out_u, out_v, out_w):
+    # -∇·(u u) of the three components at point (i, j, k), into the outputs' (i-1, j-1,
+    # k-1): products on the cell's upper edges and faces (u at i+1/2, v at j+1/2, ...) and
+    # on the lower ones.
+    uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
+    uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
+    vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
+    uv_down = 0.25 * (u[i, j - 1, k] + u[i, j, k]) * (v[i, j - 1, k] + v[i + 1, j - 1, k])
+    uv_left = 0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (v[i - 1, j, k] + v[i, j, k])
+    uw_back = 0.25 * (u[i, j, k - 1] + u[i, j, k]) * (w[i, j, k - 1] + w[i + 1, j, k - 1])
+    uw_left = 0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
+    vw_back = 0.25 * (v[i, j, k - 1] + v[i, j, k]) * (w[i, j, k - 1] + w[i, j + 1, k - 1])
+    vw_down = 0.25 * (v[i, j - 1, k] + v[i, j - 1, k + 1]) * (w[i, j - 1, k] + w[i, j, k])
+    uu_right = 0.25 * (u[i, j, k] + u[i + 1, j, k]) ** 2
+    uu_left = 0.25 * (u[i - 1, j, k] + u[i, j, k]) ** 2
+    vv_up = 0.25 * (v[i, j, k] + v[i, j + 1, k]) ** 2
+    vv_down = 0.25 * (v[i, j - 1, k] + v[i, j, k]) ** 2
+    ww_front = 0.25 * (w[i, j, k] + w[i, j, k + 1]) ** 2
+    ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
+    out_u[i - 1, j - 1, k - 1] = -(
+        (uu_right - uu_left) / dx + (uv - uv_down) * inverse_width + (uw - uw_back) / dz
+    )
+    out_v[i - 1, j - 1, k - 1] = -(
+        (uv - uv_left) / dx + (vv_up - vv_down) * inverse_gap + (vw - vw_back) / dz
+    )
+    out_w[i - 1, j - 1, k - 1] = -(
+        (uw - uw_left) / dx + (vw - vw_down) * inverse_width + (ww_front - ww_back) / dz
+    )
+
+
 @numba.njit(cache=True, error_model="numpy", parallel=True)
 def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
     nx, ny, nz = out_u.shape
@@ -207,46 +238,8 @@ def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no 
             inverse_width = 1.0 / width[j - 1]
             inverse_gap = 1.0 / gap[j - 1]
             for k in range(1, nz + 1):
-                # Products on the cell's upper edges and faces (u at i+1/2, v at j+1/2, ...).
-                uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
-                uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
-                vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
-                uv_down = (
-                    0.25 * (u[i, j - 1, k] + u[i, j, k]) * (v[i, j - 1, k] + v[i + 1, j - 1, k])
-                )
-                uv_left = (
-                    0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (v[i - 1, j, k] + v[i, j, k])
-                )
-                uw_back = (
-                    0.25 * (u[i, j, k - 1] + u[i, j, k]) * (w[i, j, k - 1] + w[i + 1, j, k - 1])
-                )
-                uw_left = (
-                    0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
-                )
-                vw_back = (
-                    0.25 * (v[i, j, k - 1] + v[i, j, k]) * (w[i, j, k - 1] + w[i, j + 1, k - 1])
-                )
-                vw_down = (
-                    0.25 * (v[i, j - 1, k] + v[i, j - 1, k + 1]) * (w[i, j - 1, k] + w[i, j, k])
-                )
-                uu_right = 0.25 * (u[i, j, k] + u[i + 1, j, k]) ** 2
-                uu_left = 0.25 * (u[i - 1, j, k] + u[i, j, k]) ** 2
-                vv_up = 0.25 * (v[i, j, k] + v[i, j + 1, k]) ** 2
-                vv_down = 0.25 * (v[i, j - 1, k] + v[i, j, k]) ** 2
-                ww_front = 0.25 * (w[i, j, k] + w[i, j, k + 1]) ** 2
-                ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
-                out_u[i - 1, j - 1, k - 1] = -(
-                    (uu_right - uu_left) / dx
-                    + (uv - uv_down) * inverse_width
-                    + (uw - uw_back) / dz
-                )
-                out_v[i - 1, j - 1, k - 1] = -(
-                    (uv - uv_left) / dx + (vv_up - vv_down) * inverse_gap + (vw - vw_back) / dz
-                )
-                out_w[i - 1, j - 1, k - 1] = -(
-                    (uw - uw_left) / dx
-                    + (vw - vw_down) * inverse_width
-                    + (ww_front - ww_back) / dz
+                _advect_point(
+                    u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap, out_u, out_v, out_w
                 )
 
 
@@ -300,6 +293,7 @@ def _explicit_increments(
     # order, so the result is theirs bit for bit; one pass over the fields instead of one
     # per term and component.
     nx, ny, nz = explicit.shape[1:]
+    explicit_u, explicit_v, explicit_w = explicit[0], explicit[1], explicit[2]
     x_coefficient, z_coefficient = nu / dx**2, nu / dz**2
     centre_up, centre_down = np.empty(ny), np.empty(ny)
     face_up, face_down = np.empty(ny), np.empty(ny)
@@ -315,46 +309,12 @@ def _explicit_increments(
             a, b = centre_up[j - 1], centre_down[j - 1]
             a_face, b_face = face_up[j - 1], face_down[j - 1]
             for k in range(1, nz + 1):
-                uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
-                uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
-                vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
-                uv_down = (
-                    0.25 * (u[i, j - 1, k] + u[i, j, k]) * (v[i, j - 1, k] + v[i + 1, j - 1, k])
-                )
-                uv_left = (
-                    0.25 * (u[i - 1, j, k] + u[i - 1, j + 1, k]) * (v[i - 1, j, k] + v[i, j, k])
-                )
-                uw_back = (
-                    0.25 * (u[i, j, k - 1] + u[i, j, k]) * (w[i, j, k - 1] + w[i + 1, j, k - 1])
-                )
-                uw_left = (
-                    0.25 * (u[i - 1, j, k] + u[i - 1, j, k + 1]) * (w[i - 1, j, k] + w[i, j, k])
-                )
-                vw_back = (
-                    0.25 * (v[i, j, k - 1] + v[i, j, k]) * (w[i, j, k - 1] + w[i, j + 1, k - 1])
-                )
-                vw_down = (
-                    0.25 * (v[i, j - 1, k] + v[i, j - 1, k + 1]) * (w[i, j - 1, k] + w[i, j, k])
-                )
-                uu_right = 0.25 * (u[i, j, k] + u[i + 1, j, k]) ** 2
-                uu_left = 0.25 * (u[i - 1, j, k] + u[i, j, k]) ** 2
-                vv_up = 0.25 * (v[i, j, k] + v[i, j + 1, k]) ** 2
-                vv_down = 0.25 * (v[i, j - 1, k] + v[i, j, k]) ** 2
-                ww_front = 0.25 * (w[i, j, k] + w[i, j, k + 1]) ** 2
-                ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
-                advected_u = -(
-                    (uu_right - uu_left) / dx
-                    + (uv - uv_down) * inverse_width
-                    + (uw - uw_back) / dz
-                )
-                advected_v = -(
-                    (uv - uv_left) / dx + (vv_up - vv_down) * inverse_gap + (vw - vw_back) / dz
-                )
-                advected_w = -(
-                    (uw - uw_left) / dx
-                    + (vw - vw_down) * inverse_width
-                    + (ww_front - ww_back) / dz
-                )
+                # The advection first, read back by each component's terms.
+                _advect_point(u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap,
+                              explicit_u, explicit_v, explicit_w)  # fmt: skip
+                advected_u = explicit_u[i - 1, j - 1, k - 1]
+                advected_v = explicit_v[i - 1, j - 1, k - 1]
+                advected_w = explicit_w[i - 1, j - 1, k - 1]
                 _add_terms(u, 0, i, j, k, advected_u, x_coefficient, z_coefficient, a, b,
                            y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, previous,
                            explicit, increment)  # fmt: skip
