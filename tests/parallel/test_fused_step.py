@@ -10,7 +10,10 @@ from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
 from tachyflow import config
+from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.parallel import PencilDecomposition
 from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil_solver import Inflow
 
 CYLINDER = """
 [[immersed.body]]
@@ -49,3 +52,16 @@ def test_fused_steps_equal_the_separate_kernels_bit_for_bit(name):
         solver.decomposition.free()
     equal = all(np.array_equal(a, b) for a, b in zip(*fields, strict=True))
     parallel_assert(equal, f"{name}: the fused step differs from the separate kernels")
+
+
+def test_the_fused_pass_is_refused_where_x_is_open():
+    shape = (8, 6, 4)
+    grid = StaggeredGrid(shape, (4.0, 2.0, 1.0), periodic_y=False, periodic_x=False)
+    with PencilDecomposition(shape, (1, 1), MPI.COMM_SELF, periodic=(False, False, True)) as d:
+        solver = IncompressibleSolver(d, grid, 0.1, planning="estimate", inflow=Inflow())
+        assert not solver.fused  # the default where x is open
+        with pytest.raises(ValueError, match="fused=True needs a grid periodic in x"):
+            solver.fused = True
+        with pytest.raises(TypeError, match="fused must be True or False, got 1"):
+            solver.fused = 1
+        solver.free()

@@ -87,8 +87,8 @@ class IncompressibleSolver(PencilSolver):
         A substep's explicit terms (advection, viscous terms, forcing) and RK3 increments
         of the three components in one pass (:func:`~tachyflow.numerics.stencils.
         explicit_increments`), the same values bit for bit as the separate kernels
-        (``False``: the reference path). On unless the grid is open in x (the outflow
-        condition changes the terms before the increments: there it is ignored). May be
+        (``False``: the reference path). On unless the grid is open in x, where it is
+        refused (the outflow condition changes the terms before the increments). May be
         changed between steps.
 
     Notes
@@ -199,7 +199,7 @@ class IncompressibleSolver(PencilSolver):
         self._wall_ghost = self._wall_extrapolation()
         self._implicit_bands = self._viscous_bands() if self.walls else None
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
-        self.fused = self.inflow is None
+        self._fused = self.inflow is None
         # Work arrays of the owned points, kept (fresh large arrays cost page faults every
         # substep): the explicit terms of this substep and of the previous one, in turn,
         # the Crank–Nicolson terms (then the increments), the divergence.
@@ -369,6 +369,22 @@ class IncompressibleSolver(PencilSolver):
                 implicit[0][-1] = 0.0  # the outflow condition is not diffused
         return explicit, implicit
 
+    @property
+    def fused(self) -> bool:
+        """Whether a substep's explicit terms and increments are one pass (see the class)."""
+        return self._fused
+
+    @fused.setter
+    def fused(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"fused must be True or False, got {value!r}")
+        if value and self.inflow is not None:
+            raise ValueError(
+                "fused=True needs a grid periodic in x: the outflow condition changes the "
+                "explicit terms before the increments"
+            )
+        self._fused = value
+
     def _fused_terms(self, dt: float, gamma: float, rho: float, alpha_dt: float):
         """(explicit terms, RK3 increments) of u, v, w from one pass over the fields."""
         explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
@@ -383,7 +399,7 @@ class IncompressibleSolver(PencilSolver):
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
-        fused = self.fused and self.inflow is None  # see ``fused``
+        fused = self.fused
         if fused:
             explicit, increments = self._fused_terms(dt, gamma, rho, alpha * dt)
         else:
