@@ -115,7 +115,7 @@ def test_overlap_places_are_checked():
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])
 @pytest.mark.parametrize("grid", POISSON_GRIDS, ids=("channel", "open-x", "pipe"))
-def test_overlapped_poisson_solve_equals_blocking(grid):
+def test_overlapped_and_slab_poisson_solves_equal_the_pencil_one(grid):
     comm = MPI.COMM_WORLD
     rng = np.random.default_rng(7)
     rhs = rng.standard_normal(grid.shape)
@@ -123,21 +123,25 @@ def test_overlapped_poisson_solve_equals_blocking(grid):
         with PencilDecomposition(grid.shape, proc_grid, comm) as decomposition:
             local = decomposition.scatter_global(rhs, "y")
             solutions = []
-            for overlap, chunks, progress in (
-                (False, 2, False),
-                (True, 2, False),
-                (True, 3, True),
+            for overlap, chunks, progress, slabs in (
+                (False, 2, False, False),
+                (False, 2, False, True),
+                (True, 2, False, True),
+                (True, 3, True, True),
             ):
                 solver = PoissonSolver(
-                    decomposition, grid, planning="estimate", overlap=overlap, chunks=chunks
-                )
+                    decomposition, grid, planning="estimate", overlap=overlap, chunks=chunks,
+                    slabs=slabs,
+                )  # fmt: skip
+                # z-slabs where z is whole and x split (every grid here has modes enough).
+                assert solver.slabs is (slabs and proc_grid[0] > 1 and proc_grid[1] == 1)
                 solver.progress_calls = progress
                 solutions.append(solver.solve(local))
                 assert np.array_equal(local, decomposition.scatter_global(rhs, "y"))
                 solver.free()
             scale = np.abs(solutions[0]).max(initial=1.0)
-            for overlapped in solutions[1:]:
-                difference = np.abs(overlapped - solutions[0]).max(initial=0.0)
+            for other in solutions[1:]:
+                difference = np.abs(other - solutions[0]).max(initial=0.0)
                 assert difference <= 1e-13 * scale, (proc_grid, difference)
 
 

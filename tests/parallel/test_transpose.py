@@ -82,3 +82,43 @@ def test_wrong_shape_or_dtype_raises_on_every_rank_before_communicating():
         # Still usable afterwards: nothing was left half-posted.
         out = transposer.x_to_y(decomposition.zeros("x") + 1.0)
     parallel_assert(bool((out == 1.0).all()), "transposer broken after refused input")
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_slab_exchanges_match_the_gathered_reference():
+    comm = MPI.COMM_WORLD
+    failures = []
+    for shape, dtype, method in itertools.product(
+        ((7, 5, 6), (6, 4, 2)), (np.float64, np.complex128), METHODS
+    ):  # (6, 4, 2): fewer z-planes than 3 ranks, a slab may be empty
+        reference = index_array(shape, dtype)
+        with PencilDecomposition(shape, (comm.size, 1), comm) as decomposition:
+            transposer = Transposer(decomposition, dtype, method, slabs=True)
+            bounds = decomposition.axis_bounds(2, "row")
+            planes = slice(bounds[decomposition.row], bounds[decomposition.row + 1])
+            expected = reference[:, :, planes]
+            pencil = decomposition.scatter_global(reference, "y")
+            slab = transposer.transpose(pencil, "y", "slab")
+            started = transposer.start(pencil, "y", "slab").wait()
+            back = np.full_like(pencil, -7)
+            transposer.start(slab, "slab", "y", back).wait()
+            x_pencil = transposer.transpose(slab, "slab", "x")  # through the y-pencil
+            if not (
+                np.array_equal(slab, expected)
+                and np.array_equal(started, expected)
+                and np.array_equal(back, pencil)
+                and np.array_equal(x_pencil, decomposition.scatter_global(reference, "x"))
+            ):
+                failures.append((shape, np.dtype(dtype).name, method))
+    parallel_assert(not failures, f"{len(failures)} failures: {failures}")
+
+
+@pytest.mark.parallel([2])
+def test_slabs_refused_where_z_is_split():
+    comm = MPI.COMM_WORLD
+    with PencilDecomposition((6, 6, 6), (1, 2), comm) as decomposition:
+        with pytest.raises(ValueError, match=r"p_row x 1 process grid .* got 1x2"):
+            Transposer(decomposition, np.float64, slabs=True)
+        transposer = Transposer(decomposition, np.float64)
+        with pytest.raises(ValueError, match="orientation must be"):
+            transposer.transpose(decomposition.zeros("y"), "y", "slab")

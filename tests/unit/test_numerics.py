@@ -209,11 +209,41 @@ def test_factored_tridiagonal_matches_the_general_solver():
     # The solution added to a field (a strided view of a ghosted array) in the same pass.
     ghosted = rng.standard_normal((6, n + 2, 5))
     before = ghosted.copy()
-    operator.solve(rhs.copy(), add_to=ghosted[1:-1, 1:-1, 1:-1])
+    source = rhs.copy()
+    operator.solve(source, add_to=ghosted, at=(1, 1, 1))
     assert np.array_equal(ghosted[1:-1, 1:-1, 1:-1], before[1:-1, 1:-1, 1:-1] + result)
+    assert np.array_equal(source, rhs)  # only read
     assert np.array_equal(ghosted[0], before[0]) and np.array_equal(ghosted[:, 0], before[:, 0])
-    with pytest.raises(ValueError, match="add_to has shape"):
-        operator.solve(rhs.copy(), add_to=ghosted)
+    assert np.array_equal(ghosted[:, :, -1], before[:, :, -1])
+    with pytest.raises(ValueError, match="does not fit"):
+        operator.solve(rhs.copy(), add_to=ghosted, at=(1, 1, 3))
+    with pytest.raises(ValueError, match="C-ordered"):
+        operator.solve(rhs.copy(), add_to=ghosted[1:-1, 1:-1, 1:-1])
+    # In place on a strided view (the cylindrical solver's lines).
+    strided = ghosted.copy()[1:-1, 1:-1, 1:-1]
+    strided[...] = rhs
+    operator.solve(strided)
+    assert np.abs(strided - expected).max() < 1e-14
+
+
+def test_place_interior_equals_numpy_bit_for_bit():
+    from tachyflow.numerics.stencils import place_interior
+
+    rng = np.random.default_rng(9)
+    values = rng.standard_normal((3, 4, 5))
+    ghosted = rng.standard_normal((5, 6, 7))
+    expected = ghosted.copy()
+    expected[1:-1, 1:-1, 1:-1] = values
+    total = rng.standard_normal(values.shape)
+    expected_total = total + 0.37 * values
+    place_interior(values, ghosted, total, 0.37)
+    assert np.array_equal(ghosted, expected) and np.array_equal(total, expected_total)
+    place_interior(2.0 * values, ghosted)  # no total
+    assert np.array_equal(ghosted[1:-1, 1:-1, 1:-1], 2.0 * values)
+    with pytest.raises(ValueError, match="plus ghosts"):
+        place_interior(values, ghosted[1:])
+    with pytest.raises(ValueError, match="total has shape"):
+        place_interior(values, ghosted, total[1:])
 
 
 def test_y_weighted_sum_equals_numpy_on_a_strided_view():

@@ -16,7 +16,8 @@ form. The peers, on the same grid and process grid, interleaved with ours sample
 ``speedup_vs_peer`` is against the first verified one (2DECOMP&FFT's Poisson solve when
 built), ``speedup_vs_peers`` against each. Ours is timed with blocking transposes (the
 default), overlapped ones, and overlapped with progress calls, interleaved
-(:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups).
+(:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups), and on a ``p_row × 1``
+grid with its z-slabs off (:mod:`tachyflow.bench.slabs`: ``slabs``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow import runtime
-from tachyflow.bench import decomp_peer, overlap
+from tachyflow.bench import decomp_peer, overlap, slabs
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
@@ -72,16 +73,19 @@ def _our_candidates(decomposition, grid) -> list[Candidate]:
     rhs = eigenvalue * solution
     out = np.empty_like(rhs)
     error = 0.0
-    for overlapped in (True, False):
+    for overlapped, sliced in ((True, True), (False, True), (False, False)):
         solver.overlap = overlapped
+        solver.slabs = sliced and solver.slabs
         solver.solve(rhs, out)
         error = max(error, float(np.abs(out - solution).max(initial=0.0)))
-    return overlap.candidates(
-        OURS,
-        lambda: solver.solve(rhs, out),
-        error < 1e-10,
-        overlap.switch_of(solver),
-        details={"max_error": error},
+    solver.slabs = solver.complex_transposer.slabs  # on where they apply
+
+    def run():
+        return solver.solve(rhs, out)
+
+    switch, details = overlap.switch_of(solver), {"max_error": error}
+    return overlap.candidates(OURS, run, error < 1e-10, switch, details=details) + (
+        slabs.candidates(OURS, run, error < 1e-10, switch, solver, details=details)
     )
 
 
@@ -160,6 +164,7 @@ def run_poisson_benchmark(
     shape_text = "x".join(map(str, decomposition.global_shape))
     measure(document, candidates, comm, repeats, warmup, f"poisson {shape_text}")
     overlap.record(document, OURS)
+    slabs.record(document, OURS)
     for cleanup in cleanups:
         cleanup()
     decomposition.free()

@@ -16,9 +16,10 @@ over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 
 Ours is timed with blocking transposes (the default), overlapped ones, and overlapped with
 progress calls, interleaved (:mod:`tachyflow.bench.overlap`: ``overlap`` holds the
-speed-ups); ``phases`` are over the steps of all three. Then the step with its fused
-explicit pass (the default) and with the separate kernels, interleaved: ``fused`` holds
-both and the speed-up of fusing.
+speed-ups), and on a ``p_row × 1`` grid with the pressure solve's z-slabs off
+(:mod:`tachyflow.bench.slabs`: ``slabs``); ``phases`` are over the steps of all. Then
+the step with its fused explicit pass (the default) and with the separate kernels,
+interleaved: ``fused`` holds both and the speed-up of fusing.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow import config, runtime
-from tachyflow.bench import overlap
+from tachyflow.bench import overlap, slabs
 from tachyflow.bench.harness import measure, time_interleaved
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results, summarize
@@ -64,7 +65,9 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
         np.isfinite(solver.halo.interior(solver.u)).all()
     )
     before = solver.phase_seconds()
-    candidates = overlap.candidates(OURS, step, healthy, overlap.switch_of(solver))
+    switch = overlap.switch_of(solver)
+    candidates = overlap.candidates(OURS, step, healthy, switch)
+    candidates += slabs.candidates(OURS, step, healthy, switch, solver.poisson)
     measure(
         document,
         candidates,
@@ -74,6 +77,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
         f"step {'x'.join(map(str, decomposition.global_shape))}",
     )
     overlap.record(document, OURS)
+    slabs.record(document, OURS)
     # Seconds per timed step of each phase, on the slowest rank (the same keys everywhere),
     # over the steps of every variant.
     after = solver.phase_seconds()

@@ -94,6 +94,34 @@ def divergence(
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
+def _place_interior(values, ghosted, total, weight):  # pragma: no cover
+    nx, ny, nz = values.shape
+    accumulate = total.shape[0] > 0
+    for i in prange(nx):
+        for j in range(ny):
+            source, row = values[i, j], ghosted[i + 1, j + 1, 1 : nz + 1]
+            for k in range(nz):
+                row[k] = source[k]
+            if accumulate:
+                summed = total[i, j]
+                for k in range(nz):
+                    summed[k] += weight * source[k]
+
+
+def place_interior(values, ghosted, total=None, weight: float = 0.0) -> None:
+    """``ghosted[1:-1, 1:-1, 1:-1] = values`` and, with ``total`` (the owned shape),
+    ``total += weight * values`` in the same pass (a projection's potential placed in the
+    pressure and added to the step's pressure impulse; numpy's values bit for bit)."""
+    if ghosted.shape != tuple(n + 2 for n in values.shape):
+        raise ValueError(
+            f"ghosted has shape {ghosted.shape}, expected the owned {values.shape} plus ghosts"
+        )
+    if total is not None and total.shape != values.shape:
+        raise ValueError(f"total has shape {total.shape}, expected {values.shape}")
+    _place_interior(values, ghosted, _NO_ARRAY if total is None else total, float(weight))
+
+
+@numba.njit(cache=True, error_model="numpy", parallel=True)
 def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     for i in prange(1, nx + 1):

@@ -171,26 +171,36 @@ def solve_tridiagonal_lines(
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
-def _solve_factored(lower, inverse_pivot, factor, rhs, target):  # pragma: no cover
-    # target of shape (0, 0, 0): none; otherwise the solution is also added to it, row by
-    # row as the backward sweep finishes each (one pass less over the field).
+def _solve_factored(
+    lower, inverse_pivot, factor, rhs, target, at_i, at_j, at_k, chunks
+):  # pragma: no cover
+    # target of shape (0, 0, 0): none, the solution overwrites rhs. Otherwise rhs is only
+    # read: both sweeps of a plane run in a plane-sized buffer (in cache; one per run of
+    # planes, ``chunks`` runs: one per thread) and the backward sweep adds each finished
+    # row to target's block at (at_i, at_j, at_k). The loops run over whole rows of
+    # C-ordered arrays, which LLVM vectorises (a strided view's rows it does not).
     n0, n, n2 = rhs.shape
     add = target.shape[0] > 0
-    for i in prange(n0):
-        for k in range(n2):
-            rhs[i, 0, k] *= inverse_pivot[0]
-        for j in range(1, n):
+    for chunk in prange(chunks):
+        buffer = np.empty((n, n2) if add else (0, 0))
+        for i in range(chunk * n0 // chunks, (chunk + 1) * n0 // chunks):
+            lines = buffer if add else rhs[i]
             for k in range(n2):
-                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) * inverse_pivot[j]
-        if add:
-            for k in range(n2):
-                target[i, n - 1, k] += rhs[i, n - 1, k]
-        for j in range(n - 2, -1, -1):
-            for k in range(n2):
-                rhs[i, j, k] -= factor[j] * rhs[i, j + 1, k]
-            if add:
+                lines[0, k] = rhs[i, 0, k] * inverse_pivot[0]
+            for j in range(1, n):
+                row, above, source = lines[j], lines[j - 1], rhs[i, j]
                 for k in range(n2):
-                    target[i, j, k] += rhs[i, j, k]
+                    row[k] = (source[k] - lower[j] * above[k]) * inverse_pivot[j]
+            for j in range(n - 1, -1, -1):
+                row = lines[j]
+                if j < n - 1:
+                    below = lines[j + 1]
+                    for k in range(n2):
+                        row[k] -= factor[j] * below[k]
+                if add:
+                    field = target[at_i + i, at_j + j, at_k : at_k + n2]
+                    for k in range(n2):
+                        field[k] += row[k]
 
 
 _NO_TARGET = np.empty((0, 0, 0))
@@ -216,17 +226,33 @@ class FactoredTridiagonal:
             self.inverse_pivot[j] = 1.0 / pivot
             previous_factor = self.factor[j] = upper[j] / pivot
 
-    def solve(self, rhs: np.ndarray, add_to: np.ndarray | None = None) -> np.ndarray:
-        """Solve in place for a float64 array of shape ``(n0, n, n2)``; returns it. With
-        ``add_to`` (an array, or a view, of the same shape), the solution is also added to
-        it in the same pass (an implicit increment added to its field)."""
+    def solve(self, rhs: np.ndarray, add_to: np.ndarray | None = None, at=(0, 0, 0)):
+        """Solve in place for a float64 array of shape ``(n0, n, n2)``; returns it.
+
+        With ``add_to``, a C-ordered array holding from index ``at`` a block of ``rhs``'s
+        shape (a ghosted field and its first owned point), the solution is added to that
+        block instead (an implicit increment added to its field) and ``rhs`` is left
+        unchanged: one pass over the field, nothing written back to ``rhs``. Returns
+        ``add_to`` then.
+        """
         if add_to is None:
-            add_to = _NO_TARGET
-        elif add_to.shape != rhs.shape:
-            raise ValueError(f"add_to has shape {add_to.shape}, expected {rhs.shape}")
+            add_to, at = _NO_TARGET, (0, 0, 0)
+        elif not add_to.flags.c_contiguous or add_to.dtype != np.float64:
+            raise ValueError("add_to must be a C-ordered float64 array (the whole field)")
+        elif len(at) != 3 or any(
+            not 0 <= start <= extent - size
+            for start, size, extent in zip(at, rhs.shape, add_to.shape, strict=True)
+        ):
+            raise ValueError(
+                f"a block of shape {rhs.shape} at {tuple(at)} does not fit in add_to of "
+                f"shape {add_to.shape}"
+            )
         if rhs.size:
-            _solve_factored(self.lower, self.inverse_pivot, self.factor, rhs, add_to)
-        return rhs
+            chunks = min(numba.get_num_threads(), rhs.shape[0])
+            _solve_factored(
+                self.lower, self.inverse_pivot, self.factor, rhs, add_to, *map(int, at), chunks
+            )
+        return rhs if add_to is _NO_TARGET else add_to
 
 
 @numba.njit(cache=True, error_model="numpy")

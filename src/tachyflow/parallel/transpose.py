@@ -43,6 +43,12 @@ _EXCHANGES = {
     ("y", "z"): ("row_comm", "col", 1, 2),
     ("z", "y"): ("row_comm", "col", 2, 1),
 }
+# Between the y-pencils of a p_row × 1 grid and z-slabs (x and y whole, z split over the
+# same ranks): one exchange over all ranks instead of a pencil transpose to x and back.
+_SLAB_EXCHANGES = {
+    ("y", "slab"): ("col_comm", "row", 2, 0),
+    ("slab", "y"): ("col_comm", "row", 0, 2),
+}
 
 
 def _axis_slice(axis: int, start: int, stop: int) -> tuple[slice, ...]:
@@ -69,48 +75,73 @@ class _Buffers:
     receive: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Route:
+    """What one exchange moves: over ``comm``, the input's whole ``scatter_axis`` is cut at
+    ``scatter_bounds`` (one piece per rank of ``comm``) and the output's whole
+    ``gather_axis`` is assembled from the pieces at ``gather_bounds``. ``window`` (axis,
+    start, stop), where given, restricts the blocks of the sides marked ``windowed``."""
+
+    comm: object
+    scatter_axis: int
+    gather_axis: int
+    scatter_bounds: np.ndarray
+    gather_bounds: np.ndarray
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    window: tuple[int, int, int] | None = None
+    windowed: tuple[bool, bool] = (False, False)  # (input, output)
+
+
+def _pencil_route(decomposition, source, target, window, local_shape) -> _Route:
+    """The route of a pencil transpose ``source`` → ``target`` (a window on the y side)."""
+    comm_name, over, scatter_axis, gather_axis = {**_EXCHANGES, **_SLAB_EXCHANGES}[
+        (source, target)
+    ]
+    return _Route(
+        getattr(decomposition, comm_name),
+        scatter_axis,
+        gather_axis,
+        decomposition.axis_bounds(scatter_axis, over),
+        decomposition.axis_bounds(gather_axis, over),
+        local_shape(source),
+        local_shape(target),
+        window,
+        (source == "y", target == "y"),
+    )
+
+
 class _Exchange:
     """The plan of one transpose direction over one sub-communicator, built once."""
 
-    def __init__(
-        self,
-        decomposition: PencilDecomposition,
-        source: str,
-        target: str,
-        dtype,
-        method: str,
-        window: tuple[int, int, int] | None,
-        local_shape: Callable[[str], tuple[int, ...]],
-    ):
+    def __init__(self, decomposition: PencilDecomposition, route: _Route, dtype, method: str):
         from mpi4py.util import dtlib
 
-        comm_name, over, scatter_axis, gather_axis = _EXCHANGES[(source, target)]
-        self.comm = getattr(decomposition, comm_name)
+        self.comm = route.comm
         self.size = self.comm.Get_size()
         self.me = self.comm.Get_rank()
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = local_shape(source)
-        self.output_shape = local_shape(target)
-        scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
-        gather_bounds = decomposition.axis_bounds(gather_axis, over)
+        self.input_shape = route.input_shape
+        self.output_shape = route.output_shape
+        scatter_bounds, gather_bounds = route.scatter_bounds, route.gather_bounds
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
         # from peer s: the slab of the output in s's piece of the gather axis. In a whole
         # y-pencil, within the window (a range of the axis the exchange leaves alone).
-        def block(axis, start, stop, orientation):
+        def block(axis, start, stop, windowed):
             index = list(_axis_slice(axis, start, stop))
-            if window is not None and orientation == "y":
-                index[window[0]] = slice(window[1], window[2])
+            if route.window is not None and windowed:
+                index[route.window[0]] = slice(route.window[1], route.window[2])
             return tuple(index)
 
         self.send_slices = [
-            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], source)
+            block(route.scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], route.windowed[0])
             for d in range(self.size)
         ]
         self.receive_slices = [
-            block(gather_axis, gather_bounds[s], gather_bounds[s + 1], target)
+            block(route.gather_axis, gather_bounds[s], gather_bounds[s + 1], route.windowed[1])
             for s in range(self.size)
         ]
         self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
@@ -367,6 +398,12 @@ class Transposer:
         :meth:`local_shape`: ``z_pencil[start:stop]`` of a whole z-pencil, or an x-pencil
         array of its own). Windows of one pencil can travel in separate, overlapping
         transposes (:func:`pipelined`).
+    slabs : bool
+        Also plan the exchanges between y-pencils and z-slabs (orientation ``"slab"``: x
+        and y whole, z split over the ``p_row`` ranks; a ``p_row × 1`` grid only, no
+        window): one all-to-all over all ranks reaches an array whose x and y are both
+        whole, where going to the x-pencil and back takes two (the pressure solve's x
+        transform and y solves in one place). Collective over ``col_comm``, all ranks.
 
     Notes
     -----
@@ -384,6 +421,7 @@ class Transposer:
         dtype=np.float64,
         method: str = DEFAULT_METHOD,
         window: tuple[int, int, int] | None = None,
+        slabs: bool = False,
     ):
         if method not in METHODS:
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
@@ -398,10 +436,22 @@ class Transposer:
         pairs = tuple(_EXCHANGES)
         if window is not None:
             pairs = _window_pairs(decomposition, window)
+        if slabs:
+            if decomposition.p_col != 1 or window is not None:
+                raise ValueError(
+                    "z-slabs need a p_row x 1 process grid and no window, got "
+                    f"{decomposition.p_row}x{decomposition.p_col}"
+                    f"{'' if window is None else f' and window {window!r}'}"
+                )
+            pairs += tuple(_SLAB_EXCHANGES)
+        self.slabs = bool(slabs)
         self.window = None if window is None else tuple(int(value) for value in window)
         self._exchanges = {
             pair: _Exchange(
-                decomposition, *pair, self.dtype, method, self.window, self.local_shape
+                decomposition,
+                _pencil_route(decomposition, *pair, self.window, self.local_shape),
+                self.dtype,
+                method,
             )
             for pair in pairs
         }
@@ -409,7 +459,13 @@ class Transposer:
 
     def local_shape(self, orientation: str) -> tuple[int, ...]:
         """Shape of the ``orientation``-pencil arrays this Transposer moves: the local
-        pencil's, or with a window, the window's extent along its axis but in a y-pencil."""
+        pencil's, or with a window, the window's extent along its axis but in a y-pencil;
+        a z-slab's (``"slab"``) where planned."""
+        if orientation == "slab" and self.slabs:
+            nx, ny, _ = self.decomposition.global_shape
+            bounds = self.decomposition.axis_bounds(2, "row")
+            row = self.decomposition.row
+            return (nx, ny, int(bounds[row + 1] - bounds[row]))
         shape = self.decomposition.local_shape(orientation)
         if self.window is None or orientation == "y":
             return shape
@@ -433,8 +489,11 @@ class Transposer:
         if not array.flags.c_contiguous:
             raise ValueError(f"{role} must be C-contiguous (use numpy.ascontiguousarray)")
 
+    def _orientation(self, name: str) -> str:
+        return name if name == "slab" and self.slabs else check_orientation(name)
+
     def _prepare(self, array, source, target, out):
-        source, target = check_orientation(source), check_orientation(target)
+        source, target = self._orientation(source), self._orientation(target)
         self._check(array, source, "input array")
         if out is None:
             out = np.empty(self.local_shape(target), dtype=self.dtype)

@@ -208,7 +208,6 @@ class CylindricalSolver(PencilSolver):
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
         self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
-        self._potential = decomposition.zeros("y")
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -221,7 +220,9 @@ class CylindricalSolver(PencilSolver):
         owned = decomposition.local_shape("y")
         self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
         self._implicit_terms = np.empty((3, *owned))
-        self._divergence_values = np.empty(owned)
+        # The divergence is the pressure solve's right-hand side and the potential its
+        # solution, both in the solver's own array (no copy in or out where it can).
+        self._divergence_values = self._potential = self.poisson.work
         self._bands = stencils.radial_bands(grid, self.slip_outer)
         self._implicit_cache: dict[tuple, tuple] = {}
         # Radii of the θ-lines on this rank's z-pencil: of u and w, of q (for the θ solves).

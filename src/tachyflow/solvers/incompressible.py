@@ -189,7 +189,6 @@ class IncompressibleSolver(PencilSolver):
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z
         self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
-        self._potential = decomposition.zeros("y")
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -206,7 +205,9 @@ class IncompressibleSolver(PencilSolver):
         owned = decomposition.local_shape("y")
         self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
         self._implicit_terms = np.zeros((3, *owned))
-        self._divergence_values = np.empty(owned)
+        # The divergence is the pressure solve's right-hand side and the potential its
+        # solution, both in the solver's own array (no copy in or out where it can).
+        self._divergence_values = self._potential = self.poisson.work
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -422,7 +423,9 @@ class IncompressibleSolver(PencilSolver):
                 target += increment
             elif self.walls:
                 with self.timer("implicit"):  # the solution added to the field as it comes
-                    self._implicit_operator(index == 1, alpha * dt).solve(increment, target)
+                    self._implicit_operator(index == 1, alpha * dt).solve(
+                        increment, field, at=(self.halo.width,) * 3
+                    )
             else:
                 target += increment
         self._previous = explicit

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tachyflow.io.checkpoint import PieceLayout
-from tachyflow.numerics import immersed
+from tachyflow.numerics import immersed, stencils
 from tachyflow.solvers.base import Solver
 
 INFLOW_PROFILES = ("uniform", "laminar")
@@ -63,6 +63,7 @@ class PencilSolver(Solver):
 
     _forcing: tuple = ()
     _pressure_impulse: np.ndarray | None = None  # Σ α_k Δt φ_k during a step
+    _impulse_sum: np.ndarray | None = None  # its array, kept between steps
     bodies: tuple = ()
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
@@ -277,13 +278,12 @@ class PencilSolver(Solver):
                 self._balance_outflow()
             rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
         with self.timer("poisson"):
-            self.poisson.solve(np.ascontiguousarray(rhs), out=self._potential)
+            self.poisson.solve(rhs, out=self._potential)
         with self.timer("projection"):
-            self.halo.interior(self.p)[...] = self._potential
+            # The potential is the pressure of the gradient, and part of the step's.
+            stencils.place_interior(self._potential, self.p, self._pressure_impulse, alpha_dt)
             self._exchange_pressure()
             self._subtract_pressure_gradient(alpha_dt)
-            if self._pressure_impulse is not None:
-                self._pressure_impulse += alpha_dt * self._potential
             if restore_flow_rate and self.forcing.kind == "flow-rate":
                 self._restore_flow_rate(alpha_dt)
         with self.timer("boundaries"):
@@ -312,11 +312,15 @@ class PencilSolver(Solver):
             raise ValueError(f"time step must be positive, got {dt!r}")
         if self._forcing:
             self._impulse[...] = 0.0
-        self._pressure_impulse = np.zeros_like(self._potential)
+        if self._impulse_sum is None:  # kept: a fresh array each step costs page faults
+            self._impulse_sum = np.zeros_like(self._potential)
+        else:
+            self._impulse_sum.fill(0.0)
+        self._pressure_impulse = self._impulse_sum
         for stage in range(3):
             self._substep(dt, stage)
         # The step's pressure: Σ α_k Δt φ_k / Δt (non-incremental projection).
-        self.halo.interior(self.p)[...] = self._pressure_impulse / dt
+        np.divide(self._pressure_impulse, dt, out=self.halo.interior(self.p))
         self._pressure_impulse = None
         self._exchange_pressure()
         if self._forcing:

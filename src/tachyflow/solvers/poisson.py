@@ -19,7 +19,13 @@ has a decomposition of its own with the same process grid)::
 The real transform runs along z, the contiguous axis, where it is cheapest and after
 which half the data is left. A transform whose axis is already whole in the y-pencil
 (``p_col == 1`` for z, ``p_row == 1`` for x: every slab decomposition) is done there
-and its two transposes are skipped.
+and its two transposes are skipped. On a ``p_row × 1`` grid (x split, z whole) the
+spectrum goes instead to z-slabs, x and y both whole (one exchange over all ranks), where
+the x transforms and the y solves are all local::
+
+    y-pencil r2c z --y→slab--> c2c x, TDMA in y, c2c x --slab→y--> c2r z
+
+two exchanges per solve instead of four (``slabs``; where every rank gets z-modes).
 """
 
 from __future__ import annotations
@@ -60,6 +66,19 @@ class PhaseTimer:
 
 
 @dataclass
+class _Lines:
+    """The tridiagonal systems in y of a block of Fourier modes: the complex array whose
+    axis 1 they run along, each line's diagonal shift(s) and which line is pinned (the
+    singular zero mode, ``zero_mode`` its index, where the block holds it)."""
+
+    values: np.ndarray
+    shift: np.ndarray
+    pinned: np.ndarray
+    scaled_shift: np.ndarray | None
+    zero_mode: tuple | None
+
+
+@dataclass
 class _Window:
     """The plans of one window of the overlapped solve (see ``PoissonSolver(overlap)``)."""
 
@@ -70,11 +89,7 @@ class _Window:
     z_real: np.ndarray | None = None  # the window's pieces of the z-pencils
     z_spectrum: np.ndarray | None = None
     x_spectrum: np.ndarray | None = None  # the window's x-pencil
-    lines: tuple[slice, ...] | None = None
-    shift: np.ndarray | None = None
-    pinned: np.ndarray | None = None
-    scaled_shift: np.ndarray | None = None
-    has_zero_mode: bool = False
+    lines: _Lines | None = None
 
 
 class PoissonSolver:
@@ -103,6 +118,17 @@ class PoissonSolver:
         docs/benchmarks.md).
     chunks : int
         Windows per stage with ``overlap`` (at most the local extent of their axis).
+    slabs : bool
+        On a ``p_row × 1`` grid with at least ``p_row`` z-modes, take the spectrum to
+        z-slabs for the x transforms and the y solves (see the module docstring; the same
+        lines through the same transforms: equal to the pencil path to round-off). The
+        attribute says whether the solve uses them and may be set False between solves
+        (the pencil path stays planned); ``overlap`` takes precedence.
+
+    Attributes
+    ----------
+    work : numpy.ndarray
+        A y-pencil of the solver's own: see :meth:`solve`.
 
     Notes
     -----
@@ -120,6 +146,7 @@ class PoissonSolver:
         planning: str = "measure",
         overlap: bool = False,
         chunks: int = 2,
+        slabs: bool = True,
     ):
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise ValueError(f"chunks must be an integer >= 1, got {chunks!r}")
@@ -138,43 +165,61 @@ class PoissonSolver:
         self.spectral = PencilDecomposition(
             (nx, ny, fft.half_spectrum_length(nz)), decomposition.proc_grid, decomposition.comm
         )
-        self.complex_transposer = Transposer(self.spectral, np.complex128)
         self.x_whole = decomposition.p_row == 1
         self.z_whole = decomposition.p_col == 1
+        slabs_fit = (
+            self.z_whole
+            and not self.x_whole
+            and self.spectral.global_shape[2] >= (decomposition.p_row)
+        )
+        self.complex_transposer = Transposer(self.spectral, np.complex128, slabs=slabs_fit)
         self._plan(planning)
+        self.slabs = bool(slabs) and slabs_fit
 
         # FFTW does not normalise: scaling the operator by the transforms' factor (nx nz, or
         # 2 nx nz with the cosine transform in x) instead costs nothing.
         scale = float(nx * nz) * (1 if grid.periodic_x else 2)
         lower, diagonal, upper = grid.pressure_bands_y()
         self.bands = (scale * lower, scale * diagonal, scale * upper)
-        pencil = self.spectral.pencils["y"]
-        (x0, _, z0), (x1, _, z1) = pencil.start, pencil.stop
         if grid.periodic_x:
             eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
         else:
             eigen_x = fft.neumann_laplacian_eigenvalues(nx, grid.spacing_x)
         eigen_z = fft.laplacian_eigenvalues(nz, grid.spacing_z, fft.half_spectrum_length(nz))
+        self._eigenvalues = (scale, eigen_x, eigen_z)
         # A cylindrical grid weights the θ eigenvalue by 1/r² row by row: a second shift.
         self.azimuthal_weights = grid.azimuthal_weights_y
-        if self.azimuthal_weights is None:
-            self.shift = scale * np.add.outer(eigen_x[x0:x1], eigen_z[z0:z1])
-            self.scaled_shift = None
-        else:
-            self.shift = scale * np.add.outer(eigen_x[x0:x1], np.zeros(z1 - z0))
-            self.scaled_shift = scale * np.add.outer(np.zeros(x1 - x0), eigen_z[z0:z1])
-        # The (kx, kz) = (0, 0) line is singular (constant nullspace): pin it.
-        self.pinned = np.zeros(self.shift.shape, dtype=bool)
-        self.zero_mode = None
-        if x0 == 0 and z0 == 0 and x1 > 0 and z1 > 0:
-            self.pinned[0, 0] = True
-            self.zero_mode = (0, slice(None), 0)
+        pencil = self.spectral.pencils["y"]
+        (x0, _, z0), (x1, _, z1) = pencil.start, pencil.stop
+        self.lines = self._lines(self.y_spectrum, (x0, x1), (z0, z1))
+        if slabs_fit:
+            bounds = self.spectral.axis_bounds(2, "row")
+            row = decomposition.row
+            self.slab_lines = self._lines(self.slab_spectrum, (0, nx), bounds[row : row + 2])
         self.volume_weights = grid.volume_weights_y
         self.overlap = bool(overlap)
         self.progress_calls = False
         self._window_plan = (chunks, planning)  # planned at the first overlapped solve
         self._x_windows: list[_Window] | None = None
         self._z_windows: list[_Window] | None = None
+
+    def _lines(self, values: np.ndarray, x_range, z_range) -> _Lines:
+        """The systems of the modes ``x_range`` × ``z_range`` (global indices), held in
+        ``values``."""
+        (x0, x1), (z0, z1) = (tuple(int(end) for end in ends) for ends in (x_range, z_range))
+        scale, eigen_x, eigen_z = self._eigenvalues
+        if self.azimuthal_weights is None:
+            shift, scaled = scale * np.add.outer(eigen_x[x0:x1], eigen_z[z0:z1]), None
+        else:
+            shift = scale * np.add.outer(eigen_x[x0:x1], np.zeros(z1 - z0))
+            scaled = scale * np.add.outer(np.zeros(x1 - x0), eigen_z[z0:z1])
+        # The (kx, kz) = (0, 0) line is singular (constant nullspace): pin it.
+        pinned = np.zeros(shift.shape, dtype=bool)
+        zero_mode = None
+        if x0 == 0 and z0 == 0 and x1 > 0 and z1 > 0:
+            pinned[0, 0] = True
+            zero_mode = (0, slice(None), 0)
+        return _Lines(values, shift, pinned, scaled, zero_mode)
 
     def _plan(self, planning: str) -> None:
         """Allocate the work arrays once and plan the four FFTs on them."""
@@ -183,7 +228,9 @@ class PoissonSolver:
         if self.z_whole:
             self.z_real = fft.empty(real.local_shape("y"), np.float64)
             self.z_spectrum = self.y_spectrum
+            self.work = self.z_real  # the z transforms read and write it
         else:
+            self.work = fft.empty(real.local_shape("y"), np.float64)
             self.z_real = fft.empty(real.local_shape("z"), np.float64)
             self.z_spectrum = fft.empty(spectral.local_shape("z"), np.complex128)
         self.x_spectrum = (
@@ -199,6 +246,14 @@ class PoissonSolver:
             forward, backward, x_data = "dct", "idct", self.x_spectrum.view(np.float64)
         self.x_forward = AxisTransform(x_data, x_data, 0, forward, planning)
         self.x_backward = AxisTransform(x_data, x_data, 0, backward, planning)
+        if self.complex_transposer.slabs:
+            shape = self.complex_transposer.local_shape("slab")
+            self.slab_spectrum = fft.empty(shape, np.complex128)
+            slab_data = self.slab_spectrum
+            if not self.grid.periodic_x:
+                slab_data = slab_data.view(np.float64)
+            self.slab_forward = AxisTransform(slab_data, slab_data, 0, forward, planning)
+            self.slab_backward = AxisTransform(slab_data, slab_data, 0, backward, planning)
 
     def _plan_windows(self, chunks: int, planning: str) -> None:
         """The overlapped solve's plans: per window a transposer of each exchange, the
@@ -227,6 +282,8 @@ class PoissonSolver:
         # an x-pencil array of its own (so that it is sent and received in place), in the
         # memory of the blocking solve's x-pencil.
         self._z_windows = []
+        pencil = self.spectral.pencils["y"]
+        (x0, _, z0), (x1, _, _) = pencil.start, pencil.stop
         if not self.x_whole:
             bounds = split_bounds(local_z, max(1, min(chunks, local_z)))
             periodic = self.grid.periodic_x
@@ -250,15 +307,9 @@ class PoissonSolver:
                             x_data, x_data, 0, "backward" if periodic else "idct", planning
                         ),
                         x_spectrum=x_spectrum,
-                        lines=(slice(None), slice(None), planes),
-                        shift=np.ascontiguousarray(self.shift[:, planes]),
-                        pinned=np.ascontiguousarray(self.pinned[:, planes]),
-                        scaled_shift=(
-                            None
-                            if self.scaled_shift is None
-                            else np.ascontiguousarray(self.scaled_shift[:, planes])
+                        lines=self._lines(
+                            self.y_spectrum[:, :, planes], (x0, x1), (z0 + start, z0 + stop)
                         ),
-                        has_zero_mode=self.zero_mode is not None and start == 0 < stop,
                     )
                 )
 
@@ -273,7 +324,10 @@ class PoissonSolver:
     def solve(self, rhs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Return ``p`` with ``∇² p = rhs``; both are y-pencils (collective).
 
-        ``rhs`` is left unchanged. Writes into ``out`` if given.
+        ``rhs`` is left unchanged, unless it is :attr:`work`. Writes into ``out`` if given.
+        A right-hand side computed into :attr:`work` and the solution asked there
+        (``solve(work, out=work)``) cost no copy in or out where z is whole in the
+        y-pencil: the z transforms read and write that array.
         """
         expected = self.decomposition.local_shape("y")
         if not isinstance(rhs, np.ndarray) or rhs.shape != expected or rhs.dtype != np.float64:
@@ -285,7 +339,8 @@ class PoissonSolver:
         if self.overlap and self._x_windows is None:
             self._plan_windows(*self._window_plan)
         if self.z_whole:
-            np.copyto(self.z_real, rhs)
+            if rhs is not self.z_real:
+                np.copyto(self.z_real, rhs)
             self._fft(self.z_forward)
         elif self.overlap:
             self._pipeline(self._x_windows, self._forward_z_stages(rhs))
@@ -295,13 +350,20 @@ class PoissonSolver:
             self._move(self.complex_transposer, self.z_spectrum, "z", "y", self.y_spectrum)
         if self.overlap and not self.x_whole:
             self._pipeline(self._z_windows, self._x_stages())
+        elif self.slabs:
+            self._move(self.complex_transposer, self.y_spectrum, "y", "slab", self.slab_spectrum)
+            self._fft(self.slab_forward)
+            self._solve_lines(self.slab_lines)
+            self._fft(self.slab_backward)
+            self._move(self.complex_transposer, self.slab_spectrum, "slab", "y", self.y_spectrum)
         else:
             self._transform_x(self.x_forward)
-            self._solve_lines()
+            self._solve_lines(self.lines)
             self._transform_x(self.x_backward)
         if self.z_whole:
             self._fft(self.z_backward)
-            np.copyto(out, self.z_real)
+            if out is not self.z_real:
+                np.copyto(out, self.z_real)
         elif self.overlap:
             self._pipeline(self._x_windows, self._backward_z_stages(out))
         else:
@@ -310,26 +372,20 @@ class PoissonSolver:
             self._move(self.real_transposer, self.z_real, "z", "y", out)
         return out
 
-    def _solve_lines(self, window: _Window | None = None) -> None:
-        """The tridiagonal systems in y of every Fourier mode (of one window's z-planes)."""
-        if window is None:
-            lines, shift, pinned = self.y_spectrum, self.shift, self.pinned
-            scaled, zero_mode = self.scaled_shift, self.zero_mode is not None
-        else:
-            lines, shift, pinned = self.y_spectrum[window.lines], window.shift, window.pinned
-            scaled, zero_mode = window.scaled_shift, window.has_zero_mode
+    def _solve_lines(self, lines: _Lines) -> None:
+        """The tridiagonal systems in y of a block of Fourier modes."""
         with self.timer("tdma"):
             solve_tridiagonal_lines(
                 *self.bands,
-                lines,
-                shift,
-                pinned,
+                lines.values,
+                lines.shift,
+                lines.pinned,
                 periodic=self.grid.periodic_y,
-                scaled=scaled,
+                scaled=lines.scaled_shift,
                 weights=self.azimuthal_weights,
             )
-            if zero_mode:
-                line = self.y_spectrum[self.zero_mode]
+            if lines.zero_mode is not None:
+                line = lines.values[lines.zero_mode]
                 line -= np.dot(line, self.volume_weights)
 
     # -- the overlapped solve: stages of pipelined(), one call per window ---------------------
@@ -371,7 +427,7 @@ class PoissonSolver:
             return stage
 
         def solve_and_to_x(windows, index):
-            self._solve_lines(windows[index])
+            self._solve_lines(windows[index].lines)
             return to_x(windows, index)
 
         return to_x, transform_and_back("forward"), solve_and_to_x, transform_and_back("backward")

@@ -72,11 +72,11 @@ def report_benchmark(document: dict, operation: str, output: str) -> int:
                 )
         for name, why in document.get("peers_missing", {}).items():
             console.print(f"peer {name} {why}")
-        from tachyflow.bench import overlap
+        from tachyflow.bench import overlap, slabs
 
-        line = overlap.summary(document)
-        if line:
-            console.print(line)
+        for line in (overlap.summary(document), slabs.summary(document)):
+            if line:
+                console.print(line)
         console.print(f"wrote {json_path} and {png_path}")
     failed = [e["name"] for e in document["results"] + document["peers"] if not e["verified"]]
     if failed:
