@@ -170,35 +170,42 @@ def solve_tridiagonal_lines(
     return rhs
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _sweep_plane(lower, inverse_pivot, factor, source, lines):  # pragma: no cover
+    # Both sweeps of a factorised operator's systems in one plane: rows j of source (lines
+    # along its axis 0, side by side along axis 1) solved into lines, which may be source
+    # itself. Whole rows at a time: LLVM vectorises them.
+    n, n2 = lines.shape
+    first, top = source[0], lines[0]
+    for k in range(n2):
+        top[k] = first[k] * inverse_pivot[0]
+    for j in range(1, n):
+        row, above, values = lines[j], lines[j - 1], source[j]
+        for k in range(n2):
+            row[k] = (values[k] - lower[j] * above[k]) * inverse_pivot[j]
+    for j in range(n - 2, -1, -1):
+        row, below = lines[j], lines[j + 1]
+        for k in range(n2):
+            row[k] -= factor[j] * below[k]
+
+
 @numba.njit(cache=True, error_model="numpy", parallel=True)
 def _solve_factored(
     lower, inverse_pivot, factor, rhs, target, at_i, at_j, at_k, chunks
 ):  # pragma: no cover
     # target of shape (0, 0, 0): none, the solution overwrites rhs. Otherwise rhs is only
-    # read: both sweeps of a plane run in a plane-sized buffer (in cache; one per run of
-    # planes, ``chunks`` runs: one per thread) and the backward sweep adds each finished
-    # row to target's block at (at_i, at_j, at_k). The loops run over whole rows of
-    # C-ordered arrays, which LLVM vectorises (a strided view's rows it does not).
+    # read: a plane's sweeps run in a plane-sized buffer (in cache; one per run of planes,
+    # ``chunks`` runs: one per thread), then added to target's block at (at_i, at_j, at_k).
     n0, n, n2 = rhs.shape
     add = target.shape[0] > 0
     for chunk in prange(chunks):
         buffer = np.empty((n, n2) if add else (0, 0))
         for i in range(chunk * n0 // chunks, (chunk + 1) * n0 // chunks):
             lines = buffer if add else rhs[i]
-            for k in range(n2):
-                lines[0, k] = rhs[i, 0, k] * inverse_pivot[0]
-            for j in range(1, n):
-                row, above, source = lines[j], lines[j - 1], rhs[i, j]
-                for k in range(n2):
-                    row[k] = (source[k] - lower[j] * above[k]) * inverse_pivot[j]
-            for j in range(n - 1, -1, -1):
-                row = lines[j]
-                if j < n - 1:
-                    below = lines[j + 1]
-                    for k in range(n2):
-                        row[k] -= factor[j] * below[k]
-                if add:
-                    field = target[at_i + i, at_j + j, at_k : at_k + n2]
+            _sweep_plane(lower, inverse_pivot, factor, rhs[i], lines)
+            if add:
+                for j in range(n):
+                    field, row = target[at_i + i, at_j + j, at_k : at_k + n2], lines[j]
                     for k in range(n2):
                         field[k] += row[k]
 
