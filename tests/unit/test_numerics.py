@@ -305,3 +305,17 @@ def test_viscous_terms_split_in_one_pass_equal_the_separate_passes(at_faces):
     assert np.array_equal(together, xz) and np.array_equal(apart, y)
     with pytest.raises(ValueError, match="out_y has shape"):
         add_viscous(field, metrics, 0.2, 0.3, 0.7, together, out_y=apart[:, :-1])
+
+
+def test_add_to_rows_equals_numpy_bit_for_bit():
+    from tachyflow.numerics.stencils import add_to_rows
+
+    rng = np.random.default_rng(12)
+    ghosted = rng.standard_normal((5, 6, 7))
+    values = rng.standard_normal(4)
+    expected = ghosted.copy()
+    expected[1:-1, 1:-1, 1:-1] += values[None, :, None]
+    add_to_rows(ghosted, values)
+    assert np.array_equal(ghosted, expected)
+    with pytest.raises(ValueError, match="one value per owned y row"):
+        add_to_rows(ghosted, values[1:])

@@ -335,7 +335,7 @@ class PencilSolver(Solver):
         ``pressure_gradient`` (``-dp/dx``)."""
         mean_response = float(np.dot(response.ravel(), self.grid.volume_weights_y))
         force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
-        self.halo.interior(self.u)[...] += alpha_dt * force * response
+        stencils.add_to_rows(self.u, (alpha_dt * force * response).ravel())
         self.pressure_gradient = force
 
     def piece_layout(self) -> PieceLayout:
