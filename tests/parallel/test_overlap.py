@@ -145,6 +145,20 @@ def test_overlapped_and_slab_poisson_solves_equal_the_pencil_one(grid):
                 assert difference <= 1e-13 * scale, (proc_grid, difference)
 
 
+def test_poisson_slabs_are_checked():
+    grid = POISSON_GRIDS[0]
+    with PencilDecomposition(grid.shape, None, MPI.COMM_SELF) as decomposition:
+        solver = PoissonSolver(decomposition, grid, planning="estimate")
+        assert not solver.slabs  # one rank: nothing to exchange
+        with pytest.raises(ValueError, match=r"z-slabs need a p_row x 1 grid .* got a 1x1"):
+            solver.slabs = True
+        with pytest.raises(TypeError, match="slabs must be True or False, got 1"):
+            solver.slabs = 1
+        solver.free()
+        with pytest.raises(TypeError, match="slabs must be True or False, got 'yes'"):
+            PoissonSolver(decomposition, grid, planning="estimate", slabs="yes")
+
+
 def test_poisson_refuses_a_bad_chunk_count():
     grid = POISSON_GRIDS[0]
     with PencilDecomposition(grid.shape, None, MPI.COMM_SELF) as decomposition:

@@ -167,14 +167,14 @@ class PoissonSolver:
         )
         self.x_whole = decomposition.p_row == 1
         self.z_whole = decomposition.p_col == 1
-        slabs_fit = (
-            self.z_whole
-            and not self.x_whole
-            and self.spectral.global_shape[2] >= (decomposition.p_row)
-        )
+        # z-slabs where z is whole, x split and every rank gets z-modes.
+        slabs_fit = self.z_whole and not self.x_whole
+        slabs_fit = slabs_fit and self.spectral.global_shape[2] >= decomposition.p_row
         self.complex_transposer = Transposer(self.spectral, np.complex128, slabs=slabs_fit)
         self._plan(planning)
-        self.slabs = bool(slabs) and slabs_fit
+        if not isinstance(slabs, bool):
+            raise TypeError(f"slabs must be True or False, got {slabs!r}")
+        self._slabs = slabs and slabs_fit
 
         # FFTW does not normalise: scaling the operator by the transforms' factor (nx nz, or
         # 2 nx nz with the cosine transform in x) instead costs nothing.
@@ -202,6 +202,23 @@ class PoissonSolver:
         self._window_plan = (chunks, planning)  # planned at the first overlapped solve
         self._x_windows: list[_Window] | None = None
         self._z_windows: list[_Window] | None = None
+
+    @property
+    def slabs(self) -> bool:
+        """Whether the solve takes the spectrum to z-slabs (see the class)."""
+        return self._slabs
+
+    @slabs.setter
+    def slabs(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"slabs must be True or False, got {value!r}")
+        if value and not self.complex_transposer.slabs:
+            grid = self.decomposition.proc_grid
+            raise ValueError(
+                f"z-slabs need a p_row x 1 grid with p_row > 1 and at least p_row z-modes, "
+                f"got a {grid[0]}x{grid[1]} grid and {self.spectral.global_shape[2]} modes"
+            )
+        self._slabs = value
 
     def _lines(self, values: np.ndarray, x_range, z_range) -> _Lines:
         """The systems of the modes ``x_range`` × ``z_range`` (global indices), held in
