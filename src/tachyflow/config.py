@@ -34,6 +34,8 @@ MODES = ("insitu", "transit")
 QUEUE_FULL_POLICIES = ("Block", "Discard")
 # [insitu] transit_precision: the type of the values the in-transit stream carries.
 TRANSIT_PRECISIONS = {"single": "float32", "double": "float64"}
+# [insitu] transit_threads: where the stream's own threads (SST's) run when ranks are pinned.
+TRANSIT_THREADS = ("spare-cores", "rank")
 FIELDS = ("u", "v", "w", "p", "speed")
 
 
@@ -453,6 +455,9 @@ class InsituSection:
     # Of the fields streamed in transit: single halves what the writer copies and sends
     # (pictures need no more); double carries the solver's values exactly.
     transit_precision: str = "double"
+    # With ranks pinned to cores (--pin-cores) and cores left: SST's threads (they send
+    # each step to the readers) on those, or on the rank's own core.
+    transit_threads: str = "spare-cores"
     pipeline: tuple[PipelineSection, ...] = ()
 
 
@@ -953,6 +958,8 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
             f"one of {QUEUE_FULL_POLICIES}", insitu.queue_full_policy)  # fmt: skip
     require(insitu.transit_precision in TRANSIT_PRECISIONS, "insitu.transit_precision",
             f"one of {tuple(TRANSIT_PRECISIONS)}", insitu.transit_precision)  # fmt: skip
+    require(insitu.transit_threads in TRANSIT_THREADS, "insitu.transit_threads",
+            f"one of {TRANSIT_THREADS}", insitu.transit_threads)  # fmt: skip
     names = [pipeline.name for pipeline in insitu.pipeline]
     require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
             names)  # fmt: skip

@@ -224,13 +224,18 @@ def start_threads() -> int:
     return threads
 
 
+_spare_cores: frozenset[int] = frozenset()  # set by pin_to_cores
+
+
 def pin_to_cores(comm) -> int:
     """Bind this rank to one core of its machine, or to ``$TACHYFLOW_THREADS`` consecutive
     cores (collective): the ranks of one machine (by processor name: the emulated nodes of
     :mod:`tachyflow.cluster` share one) take its available cores in rank order, round
-    robin. Returns the first core."""
+    robin. The cores no rank of the machine takes are its spare cores
+    (:func:`on_spare_cores`). Returns the first core."""
     from mpi4py import MPI
 
+    global _spare_cores
     machines = comm.allgather(MPI.Get_processor_name())
     index = machines[: comm.Get_rank()].count(machines[comm.Get_rank()])
     cores = sorted(os.sched_getaffinity(0))
@@ -239,7 +244,25 @@ def pin_to_cores(comm) -> int:
     os.sched_setaffinity(
         0, {cores[(index * threads + offset) % len(cores)] for offset in range(threads)}
     )
+    taken = min(len(cores), machines.count(machines[comm.Get_rank()]) * threads)
+    _spare_cores = frozenset(cores[taken:])
     return core
+
+
+@contextlib.contextmanager
+def on_spare_cores():
+    """Run the body with the calling thread on its machine's spare cores, where ranks are
+    pinned and cores are left (else unchanged): threads it starts (a library's helper
+    threads) stay there, off the ranks' cores. The thread's own binding is restored."""
+    if not _spare_cores:
+        yield
+        return
+    binding = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, _spare_cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, binding)
 
 
 def world():

@@ -239,6 +239,10 @@ def test_bench_step_end_to_end(tmp_path):
     ratio = fused["separate kernels"]["median"] / fused["fused"]["median"]
     assert fused["speedup"] == pytest.approx(ratio)
     assert "fused explicit pass:" in result.stdout
+    pencils = document["results"][3]  # the pressure solve's z-slabs off, on the 2x1 grid
+    assert pencils["name"] == "tachyflow-step-pencil-transposes" and pencils["verified"]
+    assert document["slabs"]["speedup"] == pencils["median"] / entry["median"]
+    assert "z-slabs in the pressure solve:" in result.stdout
     assert document["model"]["copies_per_step"] == 12
     assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())

@@ -300,6 +300,8 @@ def test_bad_input_and_a_second_writer_raise_on_every_rank(tmp_path_factory):
             TransitWriter(*arguments, queue_limit=4, reserve_queue_limit=3)
         with pytest.raises(ValueError, match="queue_full_policy must be one of"):
             TransitWriter(*arguments, queue_full_policy="Drop")
+        with pytest.raises(ValueError, match=r"threads must be one of \('spare-cores', 'rank'\)"):
+            TransitWriter(*arguments, threads="anywhere")
         if comm.size > 1:  # the rule for Block with several streams
             with pytest.raises(
                 ValueError, match="with Block and 2 aggregators, queue_limit \\(3\\) must"

@@ -29,6 +29,10 @@ def test_builtin_cases_load_and_round_trip_through_toml():
             "[insitu]\ntransit_precision = 'half'",
             r"'insitu.transit_precision' must be one of \('single', 'double'\)",
         ),
+        (
+            "[insitu]\ntransit_threads = 'anywhere'",
+            r"'insitu.transit_threads' must be one of \('spare-cores', 'rank'\)",
+        ),
         ("[grid\n", "not valid TOML"),
     ],
 )

@@ -107,6 +107,30 @@ def test_in_transit_readers_get_the_cores_the_ranks_leave():
         split_cores(0, [0, 1])
 
 
+def test_threads_started_on_the_spare_cores_stay_there(monkeypatch):
+    import os
+    import threading
+
+    from tachyflow import runtime
+
+    binding = os.sched_getaffinity(0)
+    spare = frozenset({max(binding)})
+    seen = []
+
+    def started():
+        seen.append(os.sched_getaffinity(0))
+
+    monkeypatch.setattr(runtime, "_spare_cores", spare)
+    with runtime.on_spare_cores():  # a library starting its helper threads
+        helper = threading.Thread(target=started)
+        helper.start()
+    helper.join()
+    assert seen == [spare] and os.sched_getaffinity(0) == binding
+    monkeypatch.setattr(runtime, "_spare_cores", frozenset())  # not pinned: unchanged
+    with runtime.on_spare_cores():
+        assert os.sched_getaffinity(0) == binding
+
+
 def test_visualisation_overhead_pairs_each_run_with_its_rounds_baseline():
     from tachyflow.bench.insitu import paired_overhead
 

@@ -133,7 +133,10 @@ def _measured_costs(fan, noises, phases, step_seconds, steps, repeats):
     """This run's costs for the scaling model (collective): the step's compute per cell
     of the busiest rank, and per source the FW-H integration and each Type's local work."""
     decomposition = fan.decomposition
-    traffic = fan_model.step_traffic(decomposition.p_row, decomposition.p_col)
+    traffic = fan_model.step_traffic(
+        decomposition.p_row, decomposition.p_col,
+        slabs=fan.poisson.slabs and not fan.poisson.overlap,
+    )  # fmt: skip
     field = decomposition.zeros("y")
 
     velocity = [fan.halo.allocate() for _ in range(3)]  # scratch: the run's ghosts stay

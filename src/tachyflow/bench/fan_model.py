@@ -22,7 +22,9 @@ transposes
     turns each of ``u``, ``q``, ``w`` from y- to z-pencils and back (6 real transposes over
     the ``p_col`` ranks of a process-grid row, when ``p_col > 1``), and the Poisson solve
     makes 2 real and 2 complex y↔z transposes (``p_col > 1``) and 4 complex x↔y ones over
-    the ``p_row`` ranks of a column (``p_row > 1``). Each is one ``MPI_Alltoall`` of the
+    the ``p_row`` ranks of a column (``p_row > 1``), or on a ``p_row × 1`` grid with at
+    least ``p_row`` θ-modes 2 complex exchanges to z-slabs and back over those ranks (the
+    solver's ``slabs``). Each is one ``MPI_Alltoall`` of the
     average piece (``N/P`` cells of 8 B, or ``nx ny (nz/2+1) / P`` of 16 B in the
     half spectrum), priced as the MPI library's own call (``native``) by the collectives'
     simulator under the machine profile, as ``algo="auto"`` prices it
@@ -134,14 +136,16 @@ class StepTraffic:
         return self.velocity_halos + self.pressure_halos
 
 
-def step_traffic(p_row: int, p_col: int) -> StepTraffic:
+def step_traffic(p_row: int, p_col: int, slabs: bool = False) -> StepTraffic:
     """What a step of the axial fan (immersed blades, inflow and outflow, an annulus)
-    communicates on a ``p_row × p_col`` grid (see the module notes for the count)."""
+    communicates on a ``p_row × p_col`` grid (see the module notes for the count); with
+    ``slabs``, the Poisson solve's spectrum goes to z-slabs (a ``p_row × 1`` grid:
+    :attr:`~tachyflow.solvers.poisson.PoissonSolver.slabs`)."""
     row = p_col > 1
     return StepTraffic(
         row_real=2 * THETA_SOLVES_PER_STEP + 2 * SUBSTEPS if row else 0,
         row_complex=2 * SUBSTEPS if row else 0,
-        column_complex=4 * SUBSTEPS if p_row > 1 else 0,
+        column_complex=(2 if slabs else 4) * SUBSTEPS if p_row > 1 else 0,
         velocity_halos=3 * SUBSTEPS,
         pressure_halos=SUBSTEPS + 1,
         allreduces=2 * SUBSTEPS + 1,
@@ -257,7 +261,8 @@ class FanScalingModel:
             )
         p_row, p_col = process_grid(ranks)
         nx, nr, nt = self.shape(cells)
-        traffic = step_traffic(p_row, p_col)
+        modes = nt // 2 + 1  # the solver takes them to z-slabs where it can
+        traffic = step_traffic(p_row, p_col, slabs=p_col == 1 < p_row <= modes)
         real = cells / ranks * REAL_BYTES
         spectrum = nx * nr * (nt // 2 + 1) / ranks * COMPLEX_BYTES
         transposes = (

@@ -45,22 +45,25 @@ from tachyflow.io.figures import pyplot, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
 BENCHMARK = "insitu"
-#: name -> (mode, queue full policy, readers, slow)
+#: name -> (mode, queue full policy, readers, slow, where SST's threads run)
 VARIANTS = {
-    "none": (None, None, 0, False),
-    "in situ": ("insitu", None, 0, False),
-    "transit Discard, 1 reader": ("transit", "Discard", 1, False),
-    "transit Discard, slow reader": ("transit", "Discard", 1, True),
-    "transit Block, 1 reader": ("transit", "Block", 1, False),
-    "transit Block, 2 readers": ("transit", "Block", 2, False),
-    "transit Block, slow reader": ("transit", "Block", 1, True),
+    "none": (None, None, 0, False, None),
+    "in situ": ("insitu", None, 0, False, None),
+    "transit Discard, 1 reader": ("transit", "Discard", 1, False, "spare-cores"),
+    # SST's threads on the rank's core though cores are left (they are apart with
+    # --pin-cores otherwise): what placing them there costs, in the same run.
+    "transit Discard, 1 reader, SST on the rank's core": ("transit", "Discard", 1, False, "rank"),
+    "transit Discard, slow reader": ("transit", "Discard", 1, True, "spare-cores"),
+    "transit Block, 1 reader": ("transit", "Block", 1, False, "spare-cores"),
+    "transit Block, 2 readers": ("transit", "Block", 2, False, "spare-cores"),
+    "transit Block, slow reader": ("transit", "Block", 1, True, "spare-cores"),
 }
 
 
 def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
-              precision: str = "double") -> str:  # fmt: skip
+              precision: str = "double", threads: str = "spare-cores") -> str:  # fmt: skip
     """A Taylor–Green case with an isosurface and a slice every ``every`` steps (in transit:
-    the stream's values in ``precision``)."""
+    the stream's values in ``precision``, SST's threads placed by ``threads``)."""
     text = f"""
 [case]
 name = "insitu-bench"
@@ -86,6 +89,7 @@ queue_limit = 4
 reserve_queue_limit = 1
 queue_full_policy = "{policy or "Discard"}"
 transit_precision = "{precision}"
+transit_threads = "{threads}"
 """
     for name, body in (
         ("speed", 'kind = "isosurface"\nfield = "speed"\nvalue = 0.5\ncolour_by = "p"'),
@@ -114,12 +118,12 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
-    mode, policy, readers, slow = VARIANTS[name]
+    mode, policy, readers, slow, threads = VARIANTS[name]
     run_dir = folder / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     case = folder / "case.toml"
-    case.write_text(case_text(grid, steps, every, mode, policy, precision))
+    case.write_text(case_text(grid, steps, every, mode, policy, precision, threads or "rank"))
     environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     environment.pop(PIN_VARIABLE, None)  # the run is pinned by its option, readers here
     _, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))

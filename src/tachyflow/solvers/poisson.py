@@ -122,8 +122,9 @@ class PoissonSolver:
         On a ``p_row × 1`` grid with at least ``p_row`` z-modes, take the spectrum to
         z-slabs for the x transforms and the y solves (see the module docstring; the same
         lines through the same transforms: equal to the pencil path to round-off). The
-        attribute says whether the solve uses them and may be set False between solves
-        (the pencil path stays planned); ``overlap`` takes precedence.
+        attribute says whether a blocking solve uses them and may be set False between
+        solves (the pencil path stays planned); an overlapped one (``overlap``) keeps its
+        windows of pencil transposes.
 
     Attributes
     ----------

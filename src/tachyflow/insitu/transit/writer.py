@@ -15,12 +15,14 @@ import os
 import time as clock
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 
-from tachyflow.config import TRANSIT_PRECISIONS
+from tachyflow import runtime
+from tachyflow.config import TRANSIT_PRECISIONS, TRANSIT_THREADS
 from tachyflow.insitu.transit.aggregation import GroupAggregation, node_count
 from tachyflow.insitu.transit.manifest import write_manifest
 from tachyflow.insitu.transit.sst import (
@@ -121,6 +123,11 @@ class TransitWriter:
         Type of the fields' values.
     orientation : {"y", "x", "z"}
         Pencil orientation of the pieces given to :meth:`write`.
+    threads : {"spare-cores", "rank"}
+        Where SST's threads (its control plane, and the data plane that sends each step
+        to the readers from this process) run when the ranks are pinned to cores and the
+        machine has cores left (:func:`tachyflow.runtime.on_spare_cores`): on those, or
+        on the rank's core. Elsewhere they run where the rank does.
 
     Raises
     ------
@@ -149,6 +156,7 @@ class TransitWriter:
         reserve_queue_limit: int = 2,
         dtype=np.float64,
         orientation: str = "y",
+        threads: str = "spare-cores",
     ):
         from tachyflow.parallel.pencil import PencilDecomposition, check_orientation
 
@@ -161,6 +169,9 @@ class TransitWriter:
         if self.dtype.kind not in "iufc":
             raise ValueError(f"dtype must be a numeric type, got {self.dtype}")
         self.orientation = check_orientation(orientation)
+        if threads not in TRANSIT_THREADS:
+            raise ValueError(f"threads must be one of {TRANSIT_THREADS}, got {threads!r}")
+        self.threads = threads
         if grid is not None and tuple(grid.shape) != decomposition.global_shape:
             raise ValueError(
                 f"grid shape {tuple(grid.shape)} differs from the decomposition's "
@@ -235,6 +246,7 @@ class TransitWriter:
             queue_limit=section.queue_limit,
             queue_full_policy=section.queue_full_policy,
             reserve_queue_limit=section.reserve_queue_limit,
+            threads=section.transit_threads,
         )
 
     # -- opening ------------------------------------------------------------------------
@@ -296,7 +308,10 @@ class TransitWriter:
             self._variables["step"] = self._io.DefineVariable("step", np.zeros(1, np.int64))
             self._variables["time"] = self._io.DefineVariable("time", np.zeros(1, np.float64))
             self._variables["content"] = self._io.DefineVariable("content")
-            self._engine = self._io.Open(str(self.stream), adios.Mode.Write)
+            # SST starts its threads here: they inherit this thread's cores.
+            place = runtime.on_spare_cores if self.threads == "spare-cores" else nullcontext
+            with place():
+                self._engine = self._io.Open(str(self.stream), adios.Mode.Write)
         except (RuntimeError, ValueError) as error:
             raise RuntimeError(
                 f"cannot open the SST stream {self.stream}: {reason(error)}"
