@@ -47,8 +47,8 @@ from tachyflow.runtime import PIN_VARIABLE
 BENCHMARK = "insitu"
 #: name -> (mode, queue full policy, readers, slow, where SST's threads run)
 VARIANTS = {
-    "none": (None, None, 0, False, None),
-    "in situ": ("insitu", None, 0, False, None),
+    "none": (None, None, 0, False, "spare-cores"),
+    "in situ": ("insitu", None, 0, False, "spare-cores"),
     "transit Discard, 1 reader": ("transit", "Discard", 1, False, "spare-cores"),
     # SST's threads on the rank's core though cores are left (they are apart with
     # --pin-cores otherwise): what placing them there costs, in the same run.
@@ -123,7 +123,7 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     if run_dir.exists():
         shutil.rmtree(run_dir)
     case = folder / "case.toml"
-    case.write_text(case_text(grid, steps, every, mode, policy, precision, threads or "rank"))
+    case.write_text(case_text(grid, steps, every, mode, policy, precision, threads))
     environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     environment.pop(PIN_VARIABLE, None)  # the run is pinned by its option, readers here
     _, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))

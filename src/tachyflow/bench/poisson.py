@@ -73,12 +73,13 @@ def _our_candidates(decomposition, grid) -> list[Candidate]:
     rhs = eigenvalue * solution
     out = np.empty_like(rhs)
     error = 0.0
+    fits = solver.slabs  # z-slabs, where the process grid has them
     for overlapped, sliced in ((True, True), (False, True), (False, False)):
         solver.overlap = overlapped
-        solver.slabs = sliced and solver.slabs
+        solver.slabs = sliced and fits
         solver.solve(rhs, out)
         error = max(error, float(np.abs(out - solution).max(initial=0.0)))
-    solver.slabs = solver.complex_transposer.slabs  # on where they apply
+    solver.slabs = fits
 
     def run():
         return solver.solve(rhs, out)

@@ -49,6 +49,7 @@ _SLAB_EXCHANGES = {
     ("y", "slab"): ("col_comm", "row", 2, 0),
     ("slab", "y"): ("col_comm", "row", 0, 2),
 }
+_ROUTES = {**_EXCHANGES, **_SLAB_EXCHANGES}
 
 
 def _axis_slice(axis: int, start: int, stop: int) -> tuple[slice, ...]:
@@ -75,73 +76,48 @@ class _Buffers:
     receive: np.ndarray
 
 
-@dataclass(frozen=True)
-class _Route:
-    """What one exchange moves: over ``comm``, the input's whole ``scatter_axis`` is cut at
-    ``scatter_bounds`` (one piece per rank of ``comm``) and the output's whole
-    ``gather_axis`` is assembled from the pieces at ``gather_bounds``. ``window`` (axis,
-    start, stop), where given, restricts the blocks of the sides marked ``windowed``."""
-
-    comm: object
-    scatter_axis: int
-    gather_axis: int
-    scatter_bounds: np.ndarray
-    gather_bounds: np.ndarray
-    input_shape: tuple[int, ...]
-    output_shape: tuple[int, ...]
-    window: tuple[int, int, int] | None = None
-    windowed: tuple[bool, bool] = (False, False)  # (input, output)
-
-
-def _pencil_route(decomposition, source, target, window, local_shape) -> _Route:
-    """The route of a pencil transpose ``source`` → ``target`` (a window on the y side)."""
-    comm_name, over, scatter_axis, gather_axis = {**_EXCHANGES, **_SLAB_EXCHANGES}[
-        (source, target)
-    ]
-    return _Route(
-        getattr(decomposition, comm_name),
-        scatter_axis,
-        gather_axis,
-        decomposition.axis_bounds(scatter_axis, over),
-        decomposition.axis_bounds(gather_axis, over),
-        local_shape(source),
-        local_shape(target),
-        window,
-        (source == "y", target == "y"),
-    )
-
-
 class _Exchange:
     """The plan of one transpose direction over one sub-communicator, built once."""
 
-    def __init__(self, decomposition: PencilDecomposition, route: _Route, dtype, method: str):
+    def __init__(
+        self,
+        decomposition: PencilDecomposition,
+        source: str,
+        target: str,
+        dtype,
+        method: str,
+        window: tuple[int, int, int] | None,
+        local_shape: Callable[[str], tuple[int, ...]],
+    ):
         from mpi4py.util import dtlib
 
-        self.comm = route.comm
+        comm_name, over, scatter_axis, gather_axis = _ROUTES[(source, target)]
+        self.comm = getattr(decomposition, comm_name)
         self.size = self.comm.Get_size()
         self.me = self.comm.Get_rank()
         self.method = method
         self.dtype = np.dtype(dtype)
         self.mpi_type = dtlib.from_numpy_dtype(self.dtype)
-        self.input_shape = route.input_shape
-        self.output_shape = route.output_shape
-        scatter_bounds, gather_bounds = route.scatter_bounds, route.gather_bounds
+        self.input_shape = local_shape(source)
+        self.output_shape = local_shape(target)
+        scatter_bounds = decomposition.axis_bounds(scatter_axis, over)
+        gather_bounds = decomposition.axis_bounds(gather_axis, over)
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
         # from peer s: the slab of the output in s's piece of the gather axis. In a whole
         # y-pencil, within the window (a range of the axis the exchange leaves alone).
-        def block(axis, start, stop, windowed):
+        def block(axis, start, stop, orientation):
             index = list(_axis_slice(axis, start, stop))
-            if route.window is not None and windowed:
-                index[route.window[0]] = slice(route.window[1], route.window[2])
+            if window is not None and orientation == "y":
+                index[window[0]] = slice(window[1], window[2])
             return tuple(index)
 
         self.send_slices = [
-            block(route.scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], route.windowed[0])
+            block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], source)
             for d in range(self.size)
         ]
         self.receive_slices = [
-            block(route.gather_axis, gather_bounds[s], gather_bounds[s + 1], route.windowed[1])
+            block(gather_axis, gather_bounds[s], gather_bounds[s + 1], target)
             for s in range(self.size)
         ]
         self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
@@ -448,10 +424,7 @@ class Transposer:
         self.window = None if window is None else tuple(int(value) for value in window)
         self._exchanges = {
             pair: _Exchange(
-                decomposition,
-                _pencil_route(decomposition, *pair, self.window, self.local_shape),
-                self.dtype,
-                method,
+                decomposition, *pair, self.dtype, method, self.window, self.local_shape
             )
             for pair in pairs
         }

@@ -216,13 +216,10 @@ class CylindricalSolver(PencilSolver):
         )
         # Work arrays of the owned points, kept (fresh large arrays cost page faults every
         # substep): the explicit terms of this substep and of the previous one, in turn,
-        # the implicit terms (then the increments), the divergence.
+        # the implicit terms (then the increments).
         owned = decomposition.local_shape("y")
         self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
         self._implicit_terms = np.empty((3, *owned))
-        # The divergence is the pressure solve's right-hand side and the potential its
-        # solution, both in the solver's own array (no copy in or out where it can).
-        self._divergence_values = self._potential = self.poisson.work
         self._bands = stencils.radial_bands(grid, self.slip_outer)
         self._implicit_cache: dict[tuple, tuple] = {}
         # Radii of the θ-lines on this rank's z-pencil: of u and w, of q (for the θ solves).
@@ -464,10 +461,11 @@ class CylindricalSolver(PencilSolver):
             add(index)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""
+        """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
+        right-hand side there costs no copy; valid until the next call or solve)."""
         return stencils.divergence(
             self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
-            out=self._divergence_values,
+            out=self.poisson.work,
         )  # fmt: skip
 
     def _subtract_pressure_gradient(self, factor: float) -> None:

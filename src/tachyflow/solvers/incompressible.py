@@ -201,13 +201,10 @@ class IncompressibleSolver(PencilSolver):
         self._fused = self.inflow is None
         # Work arrays of the owned points, kept (fresh large arrays cost page faults every
         # substep): the explicit terms of this substep and of the previous one, in turn,
-        # the Crank–Nicolson terms (then the increments), the divergence.
+        # the Crank–Nicolson terms (then the increments).
         owned = decomposition.local_shape("y")
         self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
         self._implicit_terms = np.zeros((3, *owned))
-        # The divergence is the pressure solve's right-hand side and the potential its
-        # solution, both in the solver's own array (no copy in or out where it can).
-        self._divergence_values = self._potential = self.poisson.work
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -439,10 +436,11 @@ class IncompressibleSolver(PencilSolver):
         self._project(alpha * dt)
 
     def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells (in a work array: valid until the next call)."""
+        """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
+        right-hand side there costs no copy; valid until the next call or solve)."""
         return stencils.divergence(
             self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale,
-            out=self._divergence_values,
+            out=self.poisson.work,
         )  # fmt: skip
 
     def _subtract_pressure_gradient(self, factor: float) -> None:

@@ -277,11 +277,12 @@ class PencilSolver(Solver):
             if self.inflow is not None:
                 self._balance_outflow()
             rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
+        potential = self.poisson.work  # the solution where the right-hand side was
         with self.timer("poisson"):
-            self.poisson.solve(rhs, out=self._potential)
+            self.poisson.solve(rhs, out=potential)
         with self.timer("projection"):
             # The potential is the pressure of the gradient, and part of the step's.
-            stencils.place_interior(self._potential, self.p, self._pressure_impulse, alpha_dt)
+            stencils.place_interior(potential, self.p, self._pressure_impulse, alpha_dt)
             self._exchange_pressure()
             self._subtract_pressure_gradient(alpha_dt)
             if restore_flow_rate and self.forcing.kind == "flow-rate":
@@ -313,7 +314,7 @@ class PencilSolver(Solver):
         if self._forcing:
             self._impulse[...] = 0.0
         if self._impulse_sum is None:  # kept: a fresh array each step costs page faults
-            self._impulse_sum = np.zeros_like(self._potential)
+            self._impulse_sum = np.zeros_like(self.poisson.work)
         else:
             self._impulse_sum.fill(0.0)
         self._pressure_impulse = self._impulse_sum
