@@ -65,3 +65,20 @@ def test_the_fused_pass_is_refused_where_x_is_open():
         with pytest.raises(TypeError, match="fused must be True or False, got 1"):
             solver.fused = 1
         solver.free()
+
+
+def test_switching_between_the_fused_pass_and_the_separate_kernels_keeps_the_values():
+    # The fused pass overwrites the previous substep's terms in place, the separate kernels
+    # write a second array: switched between steps (as bench step does), each must still
+    # find the previous substep's terms where the other left them.
+    comm = MPI.COMM_SELF
+    fields = []
+    for switching in (True, False):
+        solver = IncompressibleSolver.from_case(case_of("channel", comm), comm, "estimate")
+        for step in range(4):
+            solver.fused = switching and step % 2 == 1
+            solver.step(0.01)
+        fields.append([solver.halo.interior(f).copy() for f in solver.velocity_arrays()])
+        solver.free()
+        solver.decomposition.free()
+    assert all(np.array_equal(a, b) for a, b in zip(*fields, strict=True))

@@ -200,10 +200,11 @@ class IncompressibleSolver(PencilSolver):
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
         self._fused = self.inflow is None
         # Work arrays of the owned points, kept (fresh large arrays cost page faults every
-        # substep): the explicit terms of this substep and of the previous one, in turn,
-        # the Crank–Nicolson terms (then the increments).
+        # substep): the explicit terms (the fused pass overwrites the previous substep's
+        # in place; the separate kernels need a second array, made when first used), the
+        # Crank–Nicolson terms (then the increments).
         owned = decomposition.local_shape("y")
-        self._explicit_terms = (np.empty((3, *owned)), np.empty((3, *owned)))
+        self._explicit_terms = [np.empty((3, *owned)), None]
         self._implicit_terms = np.zeros((3, *owned))
 
     # -- set-up ------------------------------------------------------------------------------
@@ -347,7 +348,10 @@ class IncompressibleSolver(PencilSolver):
         every term is explicit and the implicit ones are zero."""
         metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
         # Not the array holding the previous substep's terms.
-        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
+        other = self._explicit_terms[0] is self._previous
+        if self._explicit_terms[other] is None:
+            self._explicit_terms[other] = np.empty_like(self._explicit_terms[0])
+        explicit = self._explicit_terms[other]
         implicit = self._implicit_terms
         with self.timer("advection"):
             stencils.advection(self.u, self.v, self.w, metrics, dx, dz, out=explicit)
@@ -384,14 +388,15 @@ class IncompressibleSolver(PencilSolver):
         self._fused = value
 
     def _fused_terms(self, dt: float, gamma: float, rho: float, alpha_dt: float):
-        """(explicit terms, RK3 increments) of u, v, w from one pass over the fields."""
-        explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
+        """(explicit terms, RK3 increments) of u, v, w from one pass over the fields; the
+        terms overwrite the previous substep's."""
+        terms = self._previous if rho else self._explicit_terms[0]
         forcing = self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
         with self.timer("explicit"):
             return stencils.explicit_increments(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
-                self.walls, forcing, dt, gamma, rho, alpha_dt,
-                self._previous if rho else explicit, explicit, self._implicit_terms,
+                self.walls, forcing, dt, gamma, rho, alpha_dt, terms, self._implicit_terms,
+                first=not rho,
             )  # fmt: skip
 
     def _substep(self, dt: float, stage: int) -> None:
