@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tachyflow.collectives.algorithms import ALGORITHMS
@@ -244,6 +245,12 @@ def test_bench_step_end_to_end(tmp_path):
     assert document["slabs"]["speedup"] == pencils["median"] / entry["median"]
     assert "z-slabs in the pressure solve:" in result.stdout
     assert document["model"]["copies_per_step"] == 12
+    # The bound is timed in the steps' rounds: the ratio is the median of the rounds'.
+    bound = document["model"]["memory_bound"]["samples"]
+    rounds = [step / copies for step, copies in zip(entry["samples"], bound, strict=True)]
+    assert entry["ratio_to_memory_bound"] == pytest.approx(np.median(rounds))
+    assert entry["ratio_of_medians"] == pytest.approx(entry["median"] / np.median(bound))
+    assert all(e["name"] != "memory bound" for e in document["results"])
     assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())
 

@@ -82,7 +82,8 @@ class Step(Benchmark):
             if entry["verified"]:
                 runtime.make_console().print(
                     f"memory-traffic bound {bound * 1e3:.2f} ms per step: {entry['name']} "
-                    f"takes {entry['ratio_to_memory_bound']:.1f}x the bound"
+                    f"takes {entry['ratio_to_memory_bound']:.1f}x the bound (median of the "
+                    f"rounds' ratios; {entry['ratio_of_medians']:.1f}x of the medians)"
                 )
         if "fused" in document:
             fused = document["fused"]
