@@ -31,6 +31,7 @@ from tachyflow import runtime
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
+from tachyflow.io.bp_reading import bp_reader
 from tachyflow.io.checkpoint import PieceLayout, checkpoint_path, read_checkpoint
 from tachyflow.io.checkpoint import write_checkpoint as write_mpiio
 from tachyflow.io.fields import FieldWriter
@@ -180,12 +181,10 @@ def run_io_benchmark(
 
 def _check_bp5(path: Path, pieces: dict, layout: PieceLayout) -> bool:
     """This rank's block of every field in the BP5 step equals its piece."""
-    import adios2
-
     if not layout.size:
         return True
     start, count = list(reversed(layout.start)), list(reversed(layout.shape))
-    with adios2.FileReader(str(path)) as reader:
+    with bp_reader(path) as reader:
         return all(
             np.array_equal(reader.read(n, start, count).transpose(2, 1, 0), pieces[n])
             for n in NAMES

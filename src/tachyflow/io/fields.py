@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow.io.bp_reading import bp_reader, bp_stream
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small, slabs_in_turn
@@ -159,14 +160,14 @@ def trim_series(path, last_step: int) -> None:
     import adios2
 
     path = Path(path)
-    with adios2.FileReader(str(path)) as reader:
+    with bp_reader(path) as reader:
         selection = [0, reader.num_steps()]
         steps = [int(s) for s in np.atleast_1d(reader.read("step", step_selection=selection))]
     if all(step <= last_step for step in steps):
         return
     trimmed = path.with_name(f".{path.name}.trimmed")
     shutil.rmtree(trimmed, ignore_errors=True)
-    with adios2.Stream(str(path), "r") as source, adios2.Stream(str(trimmed), "w") as target:
+    with bp_stream(path) as source, adios2.Stream(str(trimmed), "w") as target:
         for index, _ in enumerate(source.steps()):
             if steps[index] > last_step:
                 break

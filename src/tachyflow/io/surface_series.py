@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.errors import ConfigError
+from tachyflow.io.bp_reading import bp_reader
 
 GEOMETRY = ("positions", "normals", "surface_velocity")
 FLOW_VALUES = ("pressure", "density", "velocity")
@@ -68,13 +69,11 @@ def read_surface_series(path, permeable: bool) -> dict[str, np.ndarray]:
     """The steps of a surface series, stacked: ``times`` (nt), ``areas`` (np), and per step
     the geometry and either the flow values or the source terms (ConfigError naming what is
     missing or unreadable)."""
-    import adios2
-
     path = Path(path)
     if not path.is_dir():
         raise ConfigError(f"surface series {str(path)!r} is not a BP5 folder")
     try:
-        with adios2.FileReader(str(path)) as reader:
+        with bp_reader(path) as reader:
             steps = reader.num_steps()
             available = set(reader.available_variables())
             if steps < 1 or "time" not in available:
