@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_figure, new_subplots, save_figure
 from tachyflow.io.files import replacing
 
 REFERENCE_PRESSURE = 20e-6  # Pa
@@ -88,7 +88,6 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
     """``spectra.csv`` (frequency, then PSD per observer), ``bands.csv`` (one-third
     octaves) and ``spectra.png`` for each observer's signal; returns the OASPL per
     observer."""
-    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -100,7 +99,7 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
     with replacing(folder / "bands.csv") as temporary:
         rows = np.column_stack([bands[0][0], *[b[1] for b in bands]])
         np.savetxt(temporary, rows, delimiter=",", header="centre_Hz," + ",".join(names))
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure, axis = new_subplots(figsize=(7, 4))
     for name, item in zip(names, spectra, strict=True):
         axis.semilogx(item.frequencies[1:], item.spl[1:], label=f"{name} ({item.oaspl:.1f} dB)")
     axis.set_xlabel("frequency [Hz]")
@@ -113,10 +112,9 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
 
 def directivity_plot(path, angles_degrees, oaspl) -> Path:
     """OASPL against the observer angle on a polar plot (an observer arc)."""
-    plt = pyplot()
 
     angles = np.radians(np.asarray(angles_degrees, dtype=float))
-    figure = plt.figure(figsize=(5, 5))
+    figure = new_figure(figsize=(5, 5))
     axis = figure.add_subplot(projection="polar")
     axis.plot(angles, oaspl, marker="o")
     axis.set_title("OASPL [dB re 20 µPa] over the observer arc", fontsize=10)

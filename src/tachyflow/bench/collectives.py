@@ -24,7 +24,7 @@ from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.results import new_results
 from tachyflow.collectives.algorithms import ALGORITHMS, SEGMENTED, build
 from tachyflow.collectives.simulator import simulate
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.models.profiles import load_profile
 from tachyflow.units import parse_byte_size
 
@@ -300,9 +300,8 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Time against size per algorithm: measured (solid) and predicted (dashed)."""
-    plt = pyplot()
 
-    figure, axis = plt.subplots(figsize=(8, 5))
+    figure, axis = new_subplots(figsize=(8, 5))
     for name in document["params"]["algorithms"]:
         entries = sorted(
             (e for e in document["results"] if e["name"] == name and e["verified"]),

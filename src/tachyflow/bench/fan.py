@@ -32,7 +32,7 @@ from tachyflow.bench import fan_model
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.solvers.cylindrical import CylindricalSolver
 
 METHODS = ("two-sided", "put", "aggregated-put", "source-put")
@@ -200,8 +200,7 @@ def scaling_path(path) -> Path:
 def plot_scaling(scaling: dict, path) -> Path:
     """Predicted speed-up against ranks, flow only and flow with noise per exchange Type,
     with the ideal line and Kwon, Park & Choi's measured points."""
-    plt = pyplot()
-    figure, panels = plt.subplots(1, 2, figsize=(11, 4.5))
+    figure, panels = new_subplots(1, 2, figsize=(11, 4.5))
     flow = scaling["flow"]
     series = [(panels[0], {"flow": flow}, f"flow only, {flow['cells']:.3g} cells")]
     noise = scaling["noise"]

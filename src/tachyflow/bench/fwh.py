@@ -80,7 +80,7 @@ from tachyflow.acoustics.surfaces import sphere
 from tachyflow.bench.harness import time_interleaved
 from tachyflow.bench.results import new_results, summarize
 from tachyflow.errors import ConfigError
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.numerics.fwh_kernels import (
     CUBIC_HISTORY,
     accumulate_retarded,
@@ -577,14 +577,13 @@ def stem(document: dict) -> str:
 def plot(document: dict, path):
     """Log-log roofline: the ceilings and each kernel's point (GFLOP/s over flops per
     byte); the divider's ceiling is drawn for the first scheme's mix of operations."""
-    plt = pyplot()
     roof, params = document["roofline"], document["params"]
     intensities = [counts["intensity"] for counts in document["counts"].values()]
     low, high = np.log10(min(intensities)), np.log10(max(intensities))
     x = np.logspace(min(-2.0, low - 1), max(3.0, high + 1), 400)
     peak, scalar = roof["peak_flops"] / 1e9, roof["scalar_flops"] / 1e9
     bandwidth = roof["bandwidth"] / 1e9
-    figure, axes = plt.subplots(figsize=(8, 5.5))
+    figure, axes = new_subplots(figsize=(8, 5.5))
     axes.loglog(
         x,
         np.minimum(peak, bandwidth * x),

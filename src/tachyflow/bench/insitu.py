@@ -41,7 +41,7 @@ import numpy as np
 
 from tachyflow.bench.results import new_results
 from tachyflow.config import TRANSIT_PRECISIONS
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
 BENCHMARK = "insitu"
@@ -292,7 +292,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path) -> Path:
     """Stacked bars per set-up: simulation, transfer, rendering, rest of the iteration."""
-    plt = pyplot()
     results = document["results"]
     names = [r["name"] for r in results]
     parts = {
@@ -303,7 +302,7 @@ def plot(document: dict, path) -> Path:
     parts["other"] = [
         max(r["median"] - r["simulation"] - r["transfer"] - r["rendering"], 0.0) for r in results
     ]
-    figure, axis = plt.subplots(figsize=(9, 4.5))
+    figure, axis = new_subplots(figsize=(9, 4.5))
     bottom = np.zeros(len(results))
     for label, values in parts.items():
         values = np.array(values) * 1e3

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tachyflow.bench.results import new_results, read_results
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 SHARED_MEMORY = "shared-memory"  # every rank on one node: the MPI library's own transport
 UNSHAPED = "unshaped"  # TCP between emulated nodes, no bandwidth limit
@@ -347,9 +347,8 @@ def stem(document: dict) -> str:
 def plot(document: dict, path):
     """Ping-pong curves per network (the NetPIPE figure) beside the papers' networks, and
     each measurement's slowdown against shared memory."""
-    plt = pyplot()
 
-    figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
+    figure, (curves, bars) = new_subplots(1, 2, figsize=(12, 4.5))
     for summary in document["networks"]:
         if "pingpong" not in summary:
             continue

@@ -30,7 +30,7 @@ from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.acoustics.surfaces import sphere
 from tachyflow.bench.harness import time_interleaved
 from tachyflow.bench.results import new_results, summarize
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.parallel.sparse_gather import (
@@ -210,9 +210,8 @@ def _per_rank(entry: dict, key: str) -> list[int]:
 def plot(document: dict, path):
     """Stacked breakdown per variant (Kwon, Park & Choi's Fig. 6) and messages per rank
     (their Table 1)."""
-    plt = pyplot()
     entries = [e for e in document["results"] if e["verified"]]
-    figure, (times, messages) = plt.subplots(
+    figure, (times, messages) = new_subplots(
         1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]}
     )
     names = [e["name"] for e in entries]

@@ -33,7 +33,7 @@ import numpy as np
 
 from tachyflow.bench import loggp
 from tachyflow.bench.results import new_results, summarize
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 BYTES_PER_SAMPLE = 64 * 2**20
 # ... but no more than about this long per sample: on a slow link (100 Mbit/s) 64 MiB per
@@ -424,9 +424,8 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Latency and bandwidth against size, log axes, ours and the peers."""
-    plt = pyplot()
 
-    figure, (latency_axis, bandwidth_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (latency_axis, bandwidth_axis) = new_subplots(1, 2, figsize=(11, 4.2))
     series = {}
     for entry in document["results"] + document["peers"]:
         series.setdefault(entry["name"], []).append(entry)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 
 def file_stem(document: dict, *extra: str) -> str:
@@ -33,14 +33,13 @@ def plot_samples(
     document: dict, path, title: str, xlabel: str, peer_name: str | None = None
 ) -> Path:
     """Box plot of the timing samples of every verified result and peer (ms)."""
-    plt = pyplot()
 
     entries = [
         e
         for e in document["results"] + document["peers"]
         if e.get("verified", True) and e.get("samples")
     ]
-    figure, axes = plt.subplots(figsize=(7.5, 1.3 + 0.7 * max(len(entries), 1)))
+    figure, axes = new_subplots(figsize=(7.5, 1.3 + 0.7 * max(len(entries), 1)))
     if entries:
         axes.boxplot(
             [np.array(e["samples"]) * 1e3 for e in entries],

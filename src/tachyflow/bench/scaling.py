@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 
 def merge(documents: list[dict]) -> dict:
@@ -53,11 +53,10 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup against ranks with the ideal line, and parallel efficiency."""
-    plt = pyplot()
 
     entries = [e for e in document["results"] if "speedup" in e]
     ranks = [e["ranks"] for e in entries]
-    figure, (speed, efficiency) = plt.subplots(1, 2, figsize=(10, 4))
+    figure, (speed, efficiency) = new_subplots(1, 2, figsize=(10, 4))
     speed.plot(ranks, [e["speedup"] for e in entries], marker="o", label="measured")
     if ranks:
         speed.plot(ranks, [r / ranks[0] for r in ranks], linestyle="--", color="grey",

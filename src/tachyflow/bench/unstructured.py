@@ -23,7 +23,7 @@ from mpi4py import MPI
 from tachyflow import runtime
 from tachyflow.bench.results import new_results
 from tachyflow.errors import ConvergenceError
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.io.mesh_generators import box_hex_mesh, box_mesh
 from tachyflow.numerics import finite_volume
 from tachyflow.solvers.unstructured import UnstructuredPressureSolver
@@ -163,9 +163,8 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup, communication share and memory per rank against rank count."""
-    plt = pyplot()
 
-    figure, (speed, share, memory) = plt.subplots(1, 3, figsize=(14, 4.2))
+    figure, (speed, share, memory) = new_subplots(1, 3, figsize=(14, 4.2))
     names = sorted({e["name"] for e in document["results"] if e["verified"]})
     ranks = sorted({e["ranks"] for e in document["results"]})
     for name in names:

@@ -195,10 +195,9 @@ def _table(name: str, qualities: dict) -> str:
 
 def _draw(grid, path):
     """The grid whole, near the airfoil, at the leading edge and at the trailing edge."""
-    from tachyflow.io.figures import pyplot, save_figure
+    from tachyflow.io.figures import new_subplots, save_figure
 
-    plt = pyplot()
-    figure, axes = plt.subplots(2, 2, figsize=(11, 9))
+    figure, axes = new_subplots(2, 2, figsize=(11, 9))
     views = [
         ("whole grid", None),
         ("near field", (-0.6, 1.6, -0.8, 0.8)),

@@ -283,11 +283,10 @@ def probe_values(field: np.ndarray, grid: StaggeredGrid, start, points: np.ndarr
 
 
 def _plot_probes(history: list[list[float]], field: str, path: Path) -> Path:
-    from tachyflow.io.figures import pyplot, save_figure
+    from tachyflow.io.figures import new_subplots, save_figure
 
-    plt = pyplot()
     record = np.array(history)
-    figure, axis = plt.subplots(figsize=(7, 3.5))
+    figure, axis = new_subplots(figsize=(7, 3.5))
     for index in range(record.shape[1] - 2):
         axis.plot(record[:, 1], record[:, 2 + index], label=f"probe {index}")
     axis.set_xlabel("t")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.numerics.grid import StaggeredGrid
 
 
@@ -15,13 +15,12 @@ def plot_slices(
 ) -> Path:
     """Streamwise velocity on the x-y plane of cells ``nz // 2`` (``xy_plane``, shape
     (nx, ny)) and the x-z plane of cells ``ny // 4`` (``xz_plane``, shape (nx, nz))."""
-    plt = pyplot()
     nx, ny, nz = grid.shape
     lx, _, lz = grid.lengths
     x = (np.arange(nx) + 1.0) * grid.spacing_x
     z = (np.arange(nz) + 0.5) * grid.spacing_z
     y = grid.centres_y
-    figure, axes = plt.subplots(2, 1, figsize=(8, 6.5))
+    figure, axes = new_subplots(2, 1, figsize=(8, 6.5))
     image = axes[0].pcolormesh(x, y, xy_plane.T, shading="auto", cmap="RdBu_r")
     ax, ay, az = grid.axis_names
     axes[0].set_title(f"u on the {ax}-{ay} plane {az} = {z[nz // 2]:.3g}")
@@ -51,7 +50,6 @@ def plot_slices(
 def plot_history(history: list[dict], path) -> Path:
     """Kinetic energy, dissipation (or, for solvers that record none, the wall shear), CFL
     and divergence against time."""
-    plt = pyplot()
     times = [h["time"] for h in history]
     second = "dissipation" if "dissipation" in history[0] else "wall_shear"
     panels = [
@@ -60,7 +58,7 @@ def plot_history(history: list[dict], path) -> Path:
         ("cfl", "CFL number", False),
         ("max_divergence", "max |div u|", True),
     ]
-    figure, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
+    figure, axes = new_subplots(2, 2, figsize=(9, 6), sharex=True)
     for axis, (key, label, logarithmic) in zip(axes.ravel(), panels, strict=True):
         values = [h[key] for h in history]
         axis.plot(times, values, marker="." if len(times) < 30 else None)

@@ -75,14 +75,13 @@ class BodyLoads(Observer):
             return list(csv.DictReader(table))
 
     def _plot(self, run) -> None:
-        from tachyflow.io.figures import pyplot, save_figure
+        from tachyflow.io.figures import new_subplots, save_figure
 
         rows = self._rows(run)
         if len(rows) < 2:
             return
-        plt = pyplot()
         time = np.array([float(row["time"]) for row in rows])
-        figure, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        figure, axes = new_subplots(2, 1, figsize=(8, 6), sharex=True)
         for name in self.names:
             for axis, loads in zip(axes, (LOADS[:3], LOADS[3:]), strict=True):
                 for load in loads:

@@ -103,13 +103,12 @@ class FanPerformance(BodyLoads):
         self._plot_performance(run)
 
     def _plot_performance(self, run) -> None:
-        from tachyflow.io.figures import pyplot, save_figure
+        from tachyflow.io.figures import new_subplots, save_figure
 
         if len(self._history) < 4:
             return
-        plt = pyplot()
         time = [row["time"] for row in self._history]
-        figure, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+        figure, axes = new_subplots(3, 1, figsize=(8, 8), sharex=True)
         for axis, key, label in zip(
             axes,
             ("thrust", "torque", "pressure_rise"),

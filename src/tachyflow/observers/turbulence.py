@@ -273,10 +273,9 @@ def _write_json(path, document: dict) -> None:
 
 def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict) -> None:
     """U+ against y+ with the law of the wall, rms profiles, the shear stress budget."""
-    from tachyflow.io.figures import pyplot, save_figure
+    from tachyflow.io.figures import new_subplots, save_figure
 
-    plt = pyplot()
-    figure, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    figure, axes = new_subplots(1, 3, figsize=(14, 4.2))
     u_tau = summary.get("u_tau", 0.0)
     if u_tau:
         y_plus = table["y_plus"]  # both walls of a channel fall on one curve

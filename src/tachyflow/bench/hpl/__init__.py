@@ -14,7 +14,7 @@ import re
 from functools import partial
 
 from tachyflow.bench.results import new_results, summarize
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 # HPL's pass mark for the scaled residual.
 RESIDUAL_THRESHOLD = 16.0
@@ -142,8 +142,7 @@ def plot(document: dict, path):
     """GFLOP/s against N for every broadcast and the peer (HPL's figure of Lee, Hong, Lee
     & Lee, "Performance Analysis of Cluster Network Interfaces for Parallel Computing of
     Computational Fluid Dynamics")."""
-    plt = pyplot()
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, axes = new_subplots(figsize=(7, 4.5))
     series: dict[str, list] = {}
     for entry in document["results"] + document["peers"]:
         if entry.get("gflops") and entry.get("residual_passed"):

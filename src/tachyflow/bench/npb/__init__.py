@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tachyflow import runtime
 from tachyflow.bench.results import new_results
-from tachyflow.io.figures import pyplot, save_figure
+from tachyflow.io.figures import new_subplots, save_figure
 
 KERNELS = {
     "cg": "cg",
@@ -148,9 +148,8 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Mop/s (total and per process) of the verified runs, and the time split."""
-    plt = pyplot()
 
-    figure, (rate, split) = plt.subplots(1, 2, figsize=(10, 4))
+    figure, (rate, split) = new_subplots(1, 2, figsize=(10, 4))
     entries = [e for e in document["results"] if e["verified"]]
     labels = [f"{e['name']} ({e['ranks']} ranks)" for e in entries]
     rate.bar(labels, [e["mops_total"] for e in entries], label="total")
