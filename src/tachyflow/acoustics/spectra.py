@@ -88,7 +88,6 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
     """``spectra.csv`` (frequency, then PSD per observer), ``bands.csv`` (one-third
     octaves) and ``spectra.png`` for each observer's signal; returns the OASPL per
     observer."""
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     spectra = [spectrum(p, sample_rate) for p in pressures]
@@ -112,7 +111,6 @@ def write_spectra(folder, names: list[str], pressures: np.ndarray, sample_rate: 
 
 def directivity_plot(path, angles_degrees, oaspl) -> Path:
     """OASPL against the observer angle on a polar plot (an observer arc)."""
-
     angles = np.radians(np.asarray(angles_degrees, dtype=float))
     figure = new_figure(figsize=(5, 5))
     axis = figure.add_subplot(projection="polar")

@@ -300,7 +300,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Time against size per algorithm: measured (solid) and predicted (dashed)."""
-
     figure, axis = new_subplots(figsize=(8, 5))
     for name in document["params"]["algorithms"]:
         entries = sorted(

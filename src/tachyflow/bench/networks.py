@@ -347,7 +347,6 @@ def stem(document: dict) -> str:
 def plot(document: dict, path):
     """Ping-pong curves per network (the NetPIPE figure) beside the papers' networks, and
     each measurement's slowdown against shared memory."""
-
     figure, (curves, bars) = new_subplots(1, 2, figsize=(12, 4.5))
     for summary in document["networks"]:
         if "pingpong" not in summary:

@@ -424,7 +424,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Latency and bandwidth against size, log axes, ours and the peers."""
-
     figure, (latency_axis, bandwidth_axis) = new_subplots(1, 2, figsize=(11, 4.2))
     series = {}
     for entry in document["results"] + document["peers"]:

@@ -33,7 +33,6 @@ def plot_samples(
     document: dict, path, title: str, xlabel: str, peer_name: str | None = None
 ) -> Path:
     """Box plot of the timing samples of every verified result and peer (ms)."""
-
     entries = [
         e
         for e in document["results"] + document["peers"]

@@ -53,7 +53,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup against ranks with the ideal line, and parallel efficiency."""
-
     entries = [e for e in document["results"] if "speedup" in e]
     ranks = [e["ranks"] for e in entries]
     figure, (speed, efficiency) = new_subplots(1, 2, figsize=(10, 4))

@@ -126,7 +126,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     fused["speedup"] = fused["separate kernels"]["median"] / fused["fused"]["median"]
     document["fused"] = fused
     document["model"] = {
-        "memory_bound": {key: bound[key] for key in ("samples", "median", "min", "mean", "max")},
+        "memory_bound": summarize(bound["samples"]),
         "copies_per_step": MINIMUM_PASSES,
         "bytes_per_copy": 2 * sources[0].nbytes,
     }

@@ -163,7 +163,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Speedup, communication share and memory per rank against rank count."""
-
     figure, (speed, share, memory) = new_subplots(1, 3, figsize=(14, 4.2))
     names = sorted({e["name"] for e in document["results"] if e["verified"]})
     ranks = sorted({e["ranks"] for e in document["results"]})

@@ -347,11 +347,12 @@ def _explicit_increments(
 
 def explicit_increments(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
                         y_implicit: bool, forcing_x: float, dt: float, gamma: float,
-                        rho: float, alpha_dt: float, terms, increment, first: bool):  # fmt: skip
+                        rho: float, alpha_dt: float, terms, increment):  # fmt: skip
     """An RK3 substep's explicit terms and increments of u, v, w in one pass (numba).
 
     ``terms`` (shape ``(3, nx, ny, nz)``) holds the previous substep's explicit terms
-    (unless ``first``: the first substep has none) and receives this substep's,
+    (unless ``rho`` is 0: the first substep has none, and ``terms`` is not read) and
+    receives this substep's,
     ``-∇·(u u) + ν ∇² u`` (without its y part when ``y_implicit``), plus ``forcing_x`` on
     u, in place: one array read and written, not one read and another written.
     ``increment`` receives ``Δt (γ terms + ρ previous terms) + α Δt ν ∂²_y u`` (the
@@ -366,7 +367,7 @@ def explicit_increments(u, v, w, metrics: YMetrics, dx: float, dz: float, viscos
     _explicit_increments(
         u, v, w, metrics.width.ravel(), metrics.width_up.ravel(), metrics.gap.ravel(),
         metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), bool(y_implicit),
-        float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt), bool(first),
+        float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt), bool(rho == 0),
         *terms, *increment,
     )  # fmt: skip
     return terms, increment

@@ -396,7 +396,6 @@ class IncompressibleSolver(PencilSolver):
             return stencils.explicit_increments(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
                 self.walls, forcing, dt, gamma, rho, alpha_dt, terms, self._implicit_terms,
-                first=not rho,
             )  # fmt: skip
 
     def _substep(self, dt: float, stage: int) -> None:

@@ -148,7 +148,6 @@ def stem(document: dict) -> str:
 
 def plot(document: dict, path):
     """Mop/s (total and per process) of the verified runs, and the time split."""
-
     figure, (rate, split) = new_subplots(1, 2, figsize=(10, 4))
     entries = [e for e in document["results"] if e["verified"]]
     labels = [f"{e['name']} ({e['ranks']} ranks)" for e in entries]
