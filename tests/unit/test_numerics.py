@@ -307,15 +307,38 @@ def test_viscous_terms_split_in_one_pass_equal_the_separate_passes(at_faces):
         add_viscous(field, metrics, 0.2, 0.3, 0.7, together, out_y=apart[:, :-1])
 
 
-def test_add_to_rows_equals_numpy_bit_for_bit():
-    from tachyflow.numerics.stencils import add_to_rows
+def test_divergence_pass_sums_the_rows_and_gradient_pass_shifts_them():
+    """The flow-rate force's parts: the divergence pass's row sums give the bulk exactly as
+    ``y_weighted_sum`` does; the gradient pass's shift equals adding the rows afterwards."""
+    from tachyflow.numerics.grid import StaggeredGrid
+    from tachyflow.numerics.stencils import (
+        YMetrics,
+        divergence,
+        subtract_gradient,
+        weighted_rows_total,
+        y_weighted_sum,
+    )
 
     rng = np.random.default_rng(12)
-    ghosted = rng.standard_normal((5, 6, 7))
-    values = rng.standard_normal(4)
-    expected = ghosted.copy()
-    expected[1:-1, 1:-1, 1:-1] += values[None, :, None]
-    add_to_rows(ghosted, values)
-    assert np.array_equal(ghosted, expected)
-    with pytest.raises(ValueError, match="one value per owned y row"):
-        add_to_rows(ghosted, values[1:])
+    grid = StaggeredGrid((4, 6, 7), (1.0, 2.0, 1.5), periodic_y=False, stretching=1.2)
+    # 7 z cells: not a multiple of the four partial sums
+    metrics = YMetrics.from_grid(grid)
+    u, v, w, p = (rng.standard_normal((6, 8, 9)) for _ in range(4))
+    weights = rng.uniform(size=6)
+    rows = np.full((4, 6), np.nan)
+    plain = divergence(u, v, w, metrics, 0.25, 0.2, 0.5)
+    assert np.array_equal(divergence(u, v, w, metrics, 0.25, 0.2, 0.5, rows=rows), plain)
+    interior = u[1:-1, 1:-1, 1:-1]
+    assert np.allclose(rows, interior.sum(axis=2), rtol=1e-14, atol=1e-14)
+    assert weighted_rows_total(rows, weights) == y_weighted_sum(interior, weights)
+    with pytest.raises(ValueError, match=r"rows must be C-ordered of shape \(4, 6\)"):
+        divergence(u, v, w, metrics, 0.25, 0.2, rows=rows[:, :-1])
+    shift = rng.standard_normal(6)
+    separate = [field.copy() for field in (u, v, w)]
+    subtract_gradient(*separate, p, metrics, 0.25, 0.2, 0.3, True)
+    separate[0][1:-1, 1:-1, 1:-1] += shift[None, :, None]
+    subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, shift)
+    for together, apart in zip((u, v, w), separate, strict=True):
+        assert np.array_equal(together, apart)
+    with pytest.raises(ValueError, match=r"shift must have shape \(6,\)"):
+        subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, shift[1:])

@@ -25,6 +25,7 @@ import numpy as np
 from numba import prange
 
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
+from tachyflow.numerics.stencils import owned_rows, row_shift, row_sum
 
 I = slice(1, -1)  # interior  # noqa: E741
 UP = slice(2, None)
@@ -67,8 +68,9 @@ class RadialMetrics:
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
-def _divergence(u, q, w, rc, width, dx, dt, scale, out):  # pragma: no cover
+def _divergence(u, q, w, rc, width, dx, dt, scale, out, rows):  # pragma: no cover
     nx, nr, nt = out.shape
+    summing = rows.shape[0] > 0
     for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             radial = rc[j] * width[j]
@@ -79,36 +81,44 @@ def _divergence(u, q, w, rc, width, dx, dt, scale, out):  # pragma: no cover
                     + (q[i, j, k] - q[i, j - 1, k]) / radial
                     + (w[i, j, k] - w[i, j, k - 1]) / azimuthal
                 )
+            if summing:  # the row is in cache now
+                rows[i - 1, j - 1] = row_sum(u[i, j], 1, nt + 1)
 
 
-def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None):
+def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None,
+               rows=None):  # fmt: skip
     """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing), into ``out`` (a
-    new array if None); returns it."""
+    new array if None); returns it. With ``rows`` (shape ``(nx, nr)``), the same pass also
+    writes there ``Σ_θ u`` of each owned (x, r) row (the bulk velocity's parts)."""
     out = _owned_array(u.shape, out)
     rc, _, width, _ = m.columns()
-    _divergence(u, q, w, rc, width, dx, dt, scale, out)
+    _divergence(u, q, w, rc, width, dx, dt, scale, out, owned_rows(out, rows))
     return out
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
-def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor):  # pragma: no cover
+def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor, shift):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
+    shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
         for j in range(1, nr + 1):
             radial = factor * rf[j]
             azimuthal = rc[j] * dt
+            added = shift[j - 1] if shifting else 0.0
             for k in range(1, nt + 1):
                 centre = p[i, j, k]
-                u[i, j, k] -= factor * (p[i + 1, j, k] - centre) / dx
+                u[i, j, k] = (u[i, j, k] - factor * (p[i + 1, j, k] - centre) / dx) + added
                 if j < nr:  # the outer wall face stays 0
                     q[i, j, k] -= radial * (p[i, j + 1, k] - centre) / gap[j]
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / azimuthal
 
 
-def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float):
-    """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0)."""
+def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float,
+                      shift=None):  # fmt: skip
+    """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0); with
+    ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass."""
     rc, rf, _, gap = m.columns()
-    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor))
+    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift))
 
 
 def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarray:

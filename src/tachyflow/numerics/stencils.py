@@ -67,11 +67,32 @@ class YMetrics:
 
 
 _NO_ARRAY = np.empty((0, 0, 0))  # "no separate output" for the numba kernels
+_NO_ROWS = np.empty((0, 0))
+_NO_SHIFT = np.empty(0)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def row_sum(row, start, stop):  # pragma: no cover
+    """``Σ row[start:stop]`` in four interleaved partial sums (independent chains of adds:
+    one running sum waits on every add), combined in a fixed order."""
+    first = second = third = fourth = 0.0
+    k = start
+    while k + 4 <= stop:
+        first += row[k]
+        second += row[k + 1]
+        third += row[k + 2]
+        fourth += row[k + 3]
+        k += 4
+    while k < stop:
+        first += row[k]
+        k += 1
+    return (first + second) + (third + fourth)
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
-def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
+def _divergence(u, v, w, width, dx, dz, scale, out, rows):  # pragma: no cover
     nx, ny, nz = out.shape
+    summing = rows.shape[0] > 0
     for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             inverse_width = 1.0 / width[j - 1]
@@ -81,15 +102,30 @@ def _divergence(u, v, w, width, dx, dz, scale, out):  # pragma: no cover
                     + (v[i, j, k] - v[i, j - 1, k]) * inverse_width
                     + (w[i, j, k] - w[i, j, k - 1]) / dz
                 )
+            if summing:  # the row is in cache now
+                rows[i - 1, j - 1] = row_sum(u[i, j], 1, nz + 1)
+
+
+def owned_rows(out: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """``rows`` checked to be one value per owned (x, y) row of the owned array ``out``, or
+    the kernels' "no rows" when None."""
+    if rows is None:
+        return _NO_ROWS
+    if rows.shape != out.shape[:2] or not rows.flags.c_contiguous:
+        raise ValueError(f"rows must be C-ordered of shape {out.shape[:2]}, got {rows.shape}")
+    return rows
 
 
 def divergence(
-    u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0, out=None
+    u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0, out=None, rows=None
 ) -> np.ndarray:
-    """``scale * ∇·u`` at the owned cell centres, into ``out`` (C-ordered) or a new array."""
+    """``scale * ∇·u`` at the owned cell centres, into ``out`` (C-ordered) or a new array.
+
+    With ``rows`` (shape ``(nx, ny)``), the same pass also writes there ``Σ_z u`` of each
+    owned (x, y) row (the bulk velocity's parts: :func:`weighted_rows_total`)."""
     if out is None:
         out = np.empty(tuple(n - 2 for n in u.shape))
-    _divergence(u, v, w, metrics.width.ravel(), dx, dz, scale, out)
+    _divergence(u, v, w, metrics.width.ravel(), dx, dz, scale, out, owned_rows(out, rows))
     return out
 
 
@@ -122,26 +158,41 @@ def place_interior(values, ghosted, total=None, weight: float = 0.0) -> None:
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
-def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face):  # pragma: no cover
+def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face, shift):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
+    shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
         for j in range(1, ny + 1):
             inverse_gap = 1.0 / gap[j - 1]
+            added = shift[j - 1] if shifting else 0.0
             for k in range(1, nz + 1):
                 centre = p[i, j, k]
-                u[i, j, k] -= factor * (p[i + 1, j, k] - centre) / dx
+                u[i, j, k] = (u[i, j, k] - factor * (p[i + 1, j, k] - centre) / dx) + added
                 if j <= last_v_face:
                     v[i, j, k] -= factor * (p[i, j + 1, k] - centre) * inverse_gap
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / dz
 
 
+def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
+    """``shift`` checked to be one value per owned y row of the ghosted ``ghosted``, or the
+    kernels' "no shift" when None."""
+    if shift is None:
+        return _NO_SHIFT
+    if shift.shape != (ghosted.shape[1] - 2,):
+        raise ValueError(f"shift must have shape {(ghosted.shape[1] - 2,)}, got {shift.shape}")
+    return np.ascontiguousarray(shift, dtype=np.float64)
+
+
 def subtract_gradient(
-    u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool
-) -> None:
+    u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool,
+    shift=None,
+) -> None:  # fmt: skip
     """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
-    their value (the last owned v face is the upper wall)."""
+    their value (the last owned v face is the upper wall). With ``shift`` (one value per
+    owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response)."""
     ny = u.shape[1] - 2
-    _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor, ny - 1 if walls else ny)
+    _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor,
+                       ny - 1 if walls else ny, row_shift(u, shift))  # fmt: skip
 
 
 @numba.njit(cache=True, error_model="numpy", parallel=True)
@@ -399,37 +450,12 @@ def centred_speed(u, v, w, out: np.ndarray, radial_scale: np.ndarray | None = No
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
-def _add_to_rows(ghosted, values):  # pragma: no cover
-    nx, ny, nz = ghosted.shape[0] - 2, ghosted.shape[1] - 2, ghosted.shape[2] - 2
-    for i in prange(1, nx + 1):
-        for j in range(ny):
-            row, value = ghosted[i, j + 1, 1 : nz + 1], values[j]
-            for k in range(nz):
-                row[k] += value
-
-
-def add_to_rows(ghosted: np.ndarray, values: np.ndarray) -> None:
-    """``ghosted[1:-1, 1:-1, 1:-1] += values[None, :, None]`` (one value per y row, on the
-    owned points of a ghosted C-ordered field), in one vectorised pass: numpy's in-place
-    add on the strided interior took 2.6x as long (measured)."""
-    if not ghosted.flags.c_contiguous or values.shape != (ghosted.shape[1] - 2,):
-        raise ValueError(
-            f"expected a C-ordered ghosted field and one value per owned y row, got "
-            f"{ghosted.shape} and {values.shape}"
-        )
-    _add_to_rows(ghosted, np.ascontiguousarray(values, dtype=np.float64))
-
-
 @numba.njit(cache=True, error_model="numpy")
 def _y_weighted_sum(values, weights):  # pragma: no cover
     total = 0.0
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
-            row = 0.0
-            for k in range(values.shape[2]):
-                row += values[i, j, k]
-            total += weights[j] * row
+            total += weights[j] * row_sum(values[i, j], 0, values.shape[2])
     return total
 
 
@@ -441,3 +467,22 @@ def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
             f"expected values (nx, ny, nz) and weights (ny,), got {values.shape}, {weights.shape}"
         )
     return float(_y_weighted_sum(values, np.ascontiguousarray(weights, dtype=np.float64)))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _weighted_rows_total(rows, weights):  # pragma: no cover
+    total = 0.0
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            total += weights[j] * rows[i, j]
+    return total
+
+
+def weighted_rows_total(rows: np.ndarray, weights: np.ndarray) -> float:
+    """``Σ rows[i, j] weights[j]`` of row sums from :func:`divergence`: the same bits as
+    :func:`y_weighted_sum` of the values they sum."""
+    if rows.ndim != 2 or weights.shape != (rows.shape[1],):
+        raise ValueError(
+            f"expected rows (nx, ny) and weights (ny,), got {rows.shape}, {weights.shape}"
+        )
+    return float(_weighted_rows_total(rows, np.ascontiguousarray(weights, dtype=np.float64)))

@@ -460,39 +460,30 @@ class CylindricalSolver(PencilSolver):
             transposer.transpose(lines[index], "z", "y", out=increments[index])
             add(index)
 
-    def _divergence(self, scale: float = 1.0) -> np.ndarray:
+    def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
         """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
-        right-hand side there costs no copy; valid until the next call or solve)."""
+        right-hand side there costs no copy; valid until the next call or solve); with
+        ``rows``, the sums of u along θ of each owned row there."""
         return stencils.divergence(
             self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
-            out=self.poisson.work,
+            out=self.poisson.work, rows=rows,
         )  # fmt: skip
 
-    def _subtract_pressure_gradient(self, factor: float) -> None:
-        """``u -= factor ∇p`` on the owned faces."""
+    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
+        """``u -= factor ∇p`` on the owned faces, ``u += shift[r]``."""
         stencils.subtract_gradient(
-            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor
+            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor, shift
         )
 
-    def _restore_flow_rate(self, alpha_dt: float) -> None:
-        """Add the uniform axial force that brings the bulk velocity back to its target,
-        as a pressure gradient would act in the substep (its response through the implicit
-        radial operator), so a laminar steady state is the exact discrete one."""
+    def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
+        """The axial velocity a unit force adds in a substep, as a pressure gradient would
+        act (through the implicit radial operator), so a laminar steady state is the exact
+        discrete one."""
         response = np.ones((1, self.grid.shape[1], 1))
         self._radial_operators(alpha_dt)[0].solve(response)
-        self._add_flow_rate_force(alpha_dt, response)
+        return response.ravel()
 
     # -- diagnostics -------------------------------------------------------------------------
-
-    def volume_average(self, values: np.ndarray) -> float:
-        """Volume average of a cell-centred owned array (collective)."""
-        nx, _, nt = self.grid.shape
-        local = np.dot(values.sum(axis=(0, 2)), self.grid.volume_weights_y)  # no temporary
-        return self.decomposition.sum(float(local)) / (nx * nt)
-
-    def bulk_velocity(self) -> float:
-        """Flow rate over the cross-section's area (collective)."""
-        return self.volume_average(self.halo.interior(self.u))
 
     def section_pressures(self, positions) -> np.ndarray:
         """Area-averaged pressure over the cross-sections of cells nearest each x in

@@ -439,28 +439,26 @@ class IncompressibleSolver(PencilSolver):
                 stencil.impose_velocity(placed)
         self._project(alpha * dt)
 
-    def _divergence(self, scale: float = 1.0) -> np.ndarray:
+    def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
         """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
-        right-hand side there costs no copy; valid until the next call or solve)."""
+        right-hand side there costs no copy; valid until the next call or solve); with
+        ``rows``, the sums of u along z of each owned row there."""
         return stencils.divergence(
             self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale,
-            out=self.poisson.work,
+            out=self.poisson.work, rows=rows,
         )  # fmt: skip
 
-    def _subtract_pressure_gradient(self, factor: float) -> None:
-        """``u -= factor ∇p`` on the owned faces (not the wall faces)."""
+    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
+        """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``."""
         stencils.subtract_gradient(
-            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, factor, self.walls
-        )
+            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, factor, self.walls,
+            shift,
+        )  # fmt: skip
 
-    def _restore_flow_rate(self, alpha_dt: float) -> None:
-        """Add the uniform body force that brings the bulk velocity back to its target.
-
-        The force acts like a pressure gradient inside the substep: its velocity response
-        is ``(I - α Δt ν/2 ∂²_y)⁻¹ α Δt f`` with walls (uniform without), so the steady
-        state of a laminar channel is the exact discrete parabola. The force is kept in
-        :attr:`pressure_gradient` (``-dp/dx``).
-        """
+    def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
+        """``(I - α Δt ν/2 ∂²_y)⁻¹ 1`` with walls (uniform without): the force acts like a
+        pressure gradient inside the substep, so the steady state of a laminar channel is
+        the exact discrete parabola."""
         response = np.ones((1, self.grid.shape[1], 1))
         if self.walls:
             lower, diagonal, upper = self._implicit_bands[0]
@@ -468,7 +466,7 @@ class IncompressibleSolver(PencilSolver):
             solve_tridiagonal_lines(
                 factor * lower, 1.0 + factor * diagonal, factor * upper, response
             )
-        self._add_flow_rate_force(alpha_dt, response)
+        return response.ravel()
 
     # -- diagnostics -------------------------------------------------------------------------
 
@@ -477,16 +475,6 @@ class IncompressibleSolver(PencilSolver):
 
     def _max(self, value: float) -> float:
         return self.decomposition.maximum(value)
-
-    def volume_average(self, values: np.ndarray) -> float:
-        """Volume average of a cell-centred owned array (collective)."""
-        nx, _, nz = self.grid.shape
-        weights = self.grid.widths_y / self.grid.lengths[1]
-        return self._sum(stencils.y_weighted_sum(values, weights)) / (nx * nz)
-
-    def bulk_velocity(self) -> float:
-        """Volume-averaged streamwise velocity (collective)."""
-        return self.volume_average(self.halo.interior(self.u))
 
     def _convective_rate(self) -> float:
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""

@@ -64,6 +64,7 @@ class PencilSolver(Solver):
     _forcing: tuple = ()
     _pressure_impulse: np.ndarray | None = None  # Σ α_k Δt φ_k during a step
     _impulse_sum: np.ndarray | None = None  # its array, kept between steps
+    _bulk_rows: np.ndarray | None = None  # Σ_z u per owned (x, y) row, from the divergence
     bodies: tuple = ()
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
@@ -202,12 +203,21 @@ class PencilSolver(Solver):
         coordinates (for immersed bodies)."""
         raise NotImplementedError
 
-    def _divergence(self, scale: float = 1.0) -> np.ndarray:
-        """``scale ∇·u`` at the owned cells (a new array)."""
+    def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
+        """``scale ∇·u`` at the owned cells; with ``rows`` (one per owned (x, y) row), the
+        sums of the streamwise velocity along z of each row written there in the same
+        pass."""
         raise NotImplementedError
 
-    def _subtract_pressure_gradient(self, factor: float) -> None:
-        """``u -= factor ∇p`` on the owned faces."""
+    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
+        """``u -= factor ∇p`` on the owned faces; with ``shift`` (one value per owned y
+        row), ``u += shift[y]`` in the same pass."""
+        raise NotImplementedError
+
+    def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
+        """The velocity a unit streamwise force adds in a substep, per y row (through the
+        implicit wall-normal operator: so the steady state of a laminar flow is the exact
+        discrete one)."""
         raise NotImplementedError
 
     def velocity_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,10 +283,15 @@ class PencilSolver(Solver):
         if self._forcing:
             with self.timer("immersed"):
                 self._impulse += self._force_bodies()
+        # The flow-rate force comes from the bulk velocity before the gradient is taken
+        # off: the same (x is periodic with it, and an x gradient sums to zero along x),
+        # and summed in the divergence's pass, added in the gradient's.
+        restore = restore_flow_rate and self.forcing.kind == "flow-rate"
         with self.timer("projection"):
             if self.inflow is not None:
                 self._balance_outflow()
-            rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt), sources=True)
+            rows = self._bulk_rows_array() if restore else None
+            rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt, rows), sources=True)
         potential = self.poisson.work  # the solution where the right-hand side was
         with self.timer("poisson"):
             self.poisson.solve(rhs, out=potential)
@@ -284,9 +299,8 @@ class PencilSolver(Solver):
             # The potential is the pressure of the gradient, and part of the step's.
             stencils.place_interior(potential, self.p, self._pressure_impulse, alpha_dt)
             self._exchange_pressure()
-            self._subtract_pressure_gradient(alpha_dt)
-            if restore_flow_rate and self.forcing.kind == "flow-rate":
-                self._restore_flow_rate(alpha_dt)
+            shift = self._flow_rate_shift(alpha_dt, rows) if restore else None
+            self._subtract_pressure_gradient(alpha_dt, shift)
         with self.timer("boundaries"):
             self._apply_boundaries()
 
@@ -329,15 +343,33 @@ class PencilSolver(Solver):
         self.time += dt
         self.steps += 1
 
-    def _add_flow_rate_force(self, alpha_dt: float, response: np.ndarray) -> None:
-        """Add the uniform streamwise force that brings the bulk velocity back to its target
-        (collective): ``response`` is the velocity a unit force adds in the substep (through
-        the implicit wall-normal operator), shape ``(1, ny, 1)``. The force is kept in
-        ``pressure_gradient`` (``-dp/dx``)."""
-        mean_response = float(np.dot(response.ravel(), self.grid.volume_weights_y))
-        force = (self.forcing.value - self.bulk_velocity()) / (alpha_dt * mean_response)
-        stencils.add_to_rows(self.u, (alpha_dt * force * response).ravel())
+    def _bulk_rows_array(self) -> np.ndarray:
+        if self._bulk_rows is None:
+            self._bulk_rows = np.empty(self.poisson.work.shape[:2])
+        return self._bulk_rows
+
+    def _flow_rate_shift(self, alpha_dt: float, rows: np.ndarray) -> np.ndarray:
+        """The streamwise velocity, per y row, of the uniform force that brings the bulk
+        velocity (from this rank's row sums ``rows``) back to its target (collective). The
+        force is kept in ``pressure_gradient`` (``-dp/dx``)."""
+        response = self._flow_rate_response(alpha_dt)
+        weights = self.grid.volume_weights_y
+        mean_response = float(np.dot(response, weights))
+        nx, _, nz = self.grid.shape
+        bulk = self.decomposition.sum(stencils.weighted_rows_total(rows, weights)) / (nx * nz)
+        force = (self.forcing.value - bulk) / (alpha_dt * mean_response)
         self.pressure_gradient = force
+        return alpha_dt * force * response
+
+    def volume_average(self, values: np.ndarray) -> float:
+        """Volume average of a cell-centred owned array (collective)."""
+        nx, _, nz = self.grid.shape
+        local = stencils.y_weighted_sum(values, self.grid.volume_weights_y)
+        return self.decomposition.sum(local) / (nx * nz)
+
+    def bulk_velocity(self) -> float:
+        """Volume-averaged streamwise velocity (collective)."""
+        return self.volume_average(self.halo.interior(self.velocity_arrays()[0]))
 
     def piece_layout(self) -> PieceLayout:
         """This rank's y-pencil in the global grid."""
