@@ -253,6 +253,10 @@ def test_bench_step_end_to_end(tmp_path):
     assert all(e["name"] != "memory bound" for e in document["results"])
     assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())
+    fastest = document["phases_fastest"]
+    assert fastest.keys() == document["phases"].keys()
+    assert all(0 <= fastest[name] <= document["phases"][name] for name in fastest)
+    assert "phases per step (slowest rank / fastest rank):" in result.stdout
 
 
 def test_model_predict_and_simulate_agree_for_the_pipelined_broadcast():

@@ -93,8 +93,12 @@ class Step(Benchmark):
                 f"({fused['speedup']:.2f}x; same run, interleaved)"
             )
         if "phases" in document:
+            fastest = document["phases_fastest"]
             runtime.make_console().print(
-                "phases per step (slowest rank): "
-                + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in document["phases"].items())
+                "phases per step (slowest rank / fastest rank): "
+                + ", ".join(
+                    f"{k} {v * 1e3:.2f} / {fastest[k] * 1e3:.2f} ms"
+                    for k, v in document["phases"].items()
+                )
             )
         return code
