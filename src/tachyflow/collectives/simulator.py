@@ -366,9 +366,15 @@ def simulate(
             continue
         local = _local_costs(item, schedule.bounds, itemsize, model)
         sizes = item.message_bytes(bounds, itemsize)
+        # Contiguous writeable copies where a step broadcasts one range to every message:
+        # one compiled signature instead of one per mix of array layouts and flags.
+        source, target, first, stop = (
+            np.require(values, np.int64, ("C", "W"))
+            for values in (item.source, item.target, item.first, item.stop)
+        )
         total_bytes += _advance(
             clock, receive_free, send_free, stamp, sending, receiving, path, index,
-            item.source, item.target, item.first, item.stop, bounds, itemsize,
+            source, target, first, stop, bounds, itemsize,
             NO_SIZES if sizes is None else sizes, terms, float(model.exchange),
             local, float(sigma),
         )  # fmt: skip
