@@ -257,6 +257,10 @@ def test_bench_step_end_to_end(tmp_path):
     assert fastest.keys() == document["phases"].keys()
     assert all(0 <= fastest[name] <= document["phases"][name] for name in fastest)
     assert "phases per step (slowest rank / fastest rank):" in result.stdout
+    passes = document["model"]["pass_seconds"]
+    assert set(passes) == {"read", "write", "copy"} and all(t > 0 for t in passes.values())
+    assert entry["field_reads"] == pytest.approx(entry["median"] / passes["read"])
+    assert "one pass over a rank's field, every rank at once: read" in result.stdout
 
 
 def test_model_predict_and_simulate_agree_for_the_pipelined_broadcast():

@@ -128,19 +128,47 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     fused = {name: summarize(samples) for name, samples in pair.items()}
     fused["speedup"] = fused["separate kernels"]["median"] / fused["fused"]["median"]
     document["fused"] = fused
+    passes = pass_seconds(sources, targets, comm, repeats)
     document["model"] = {
         "memory_bound": summarize(bound["samples"]),
         "copies_per_step": MINIMUM_PASSES,
         "bytes_per_copy": 2 * sources[0].nbytes,
+        "pass_seconds": passes,
     }
     for entry in document["results"]:
         if entry["verified"]:
             rounds = np.divide(entry["samples"], bound["samples"])
             entry["ratio_to_memory_bound"] = float(np.median(rounds))
             entry["ratio_of_medians"] = entry["median"] / bound["median"]
+            entry["field_reads"] = entry["median"] / passes["read"]
     solver.free()
     decomposition.free()
     return document
+
+
+def pass_seconds(sources, targets, comm, repeats: int) -> dict[str, float]:
+    """Seconds of one pass over a rank's field with every rank at once (collective): a read
+    (``sum``), a write (``fill``) and a copy (``np.copyto``: a read and a write), each the
+    median of ``repeats`` samples of one call per array (distinct arrays: from memory, not
+    from cache). What a step's kernels would take at this speed is their passes times
+    these."""
+
+    def over_arrays(operation):
+        def run():
+            for source, target in zip(sources, targets, strict=True):
+                operation(source, target)
+
+        return run
+
+    samples = time_interleaved(
+        {
+            "read": over_arrays(lambda source, _: source.sum()),
+            "write": over_arrays(lambda _, target: target.fill(1.0)),
+            "copy": over_arrays(lambda source, target: np.copyto(target, source)),
+        },
+        comm, repeats, 1, description="field passes",
+    )  # fmt: skip
+    return {name: float(np.median(values)) / len(sources) for name, values in samples.items()}
 
 
 def stem(document: dict) -> str:

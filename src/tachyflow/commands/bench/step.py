@@ -85,6 +85,16 @@ class Step(Benchmark):
                     f"takes {entry['ratio_to_memory_bound']:.1f}x the bound (median of the "
                     f"rounds' ratios; {entry['ratio_of_medians']:.1f}x of the medians)"
                 )
+        passes = document["model"]["pass_seconds"]
+        runtime.make_console().print(
+            f"one pass over a rank's field, every rank at once: read {passes['read'] * 1e3:.2f}"
+            f" ms, write {passes['write'] * 1e3:.2f} ms, copy {passes['copy'] * 1e3:.2f} ms; "
+            + ", ".join(
+                f"{entry['name']} = {entry['field_reads']:.0f} reads"
+                for entry in document["results"]
+                if "field_reads" in entry
+            )
+        )
         if "fused" in document:
             fused = document["fused"]
             runtime.make_console().print(
