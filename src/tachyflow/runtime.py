@@ -42,13 +42,17 @@ LAUNCHER_VARIABLES = (
     "MPI_LOCALNRANKS",
 )
 
-# Set by the launching process so that rank 0 keeps drawing live progress bars even though
-# its output now goes through mpiexec's pipes rather than to the terminal.
 # One BLAS/OpenMP thread per rank unless the user says otherwise: ranks fill the cores,
 # and a threaded BLAS under MPI oversubscribes them (numpy's dot products slowed a CG
 # solve 10x here).
 ONE_THREAD_PER_RANK = thread_environment(1)
+# Set by the launching process so that rank 0 keeps drawing live progress bars even though
+# its output now goes through mpiexec's pipes rather than to the terminal.
 TERMINAL_VARIABLE = "TACHYFLOW_TERMINAL"
+#: Redraws per second of the progress bar. Each is Python work under the GIL on rank 0's
+#: core, which every other rank then waits for: at rich's default of 10, 30 ms of CPU per
+#: second in a terminal (8 ms at 2).
+PROGRESS_REFRESHES_PER_SECOND = 2
 MPIEXEC_VARIABLE = "TACHYFLOW_MPIEXEC"
 
 
@@ -304,7 +308,8 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
         TextColumn("ETA"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+    with Progress(*columns, console=console, transient=not console.is_terminal,
+                  refresh_per_second=PROGRESS_REFRESHES_PER_SECOND) as bar:  # fmt: skip
         task = bar.add_task(description, total=total)
         yield lambda steps=1: bar.advance(task, steps)
 
