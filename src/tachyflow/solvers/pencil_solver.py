@@ -355,17 +355,20 @@ class PencilSolver(Solver):
         response = self._flow_rate_response(alpha_dt)
         weights = self.grid.volume_weights_y
         mean_response = float(np.dot(response, weights))
-        nx, _, nz = self.grid.shape
-        bulk = self.decomposition.sum(stencils.weighted_rows_total(rows, weights)) / (nx * nz)
+        bulk = self._cell_mean(stencils.weighted_rows_total(rows, weights))
         force = (self.forcing.value - bulk) / (alpha_dt * mean_response)
         self.pressure_gradient = force
         return alpha_dt * force * response
 
+    def _cell_mean(self, local: float) -> float:
+        """The ranks' sums of y-weighted values over x, y and z, averaged over the cells of
+        an x-z plane (collective)."""
+        nx, _, nz = self.grid.shape
+        return self.decomposition.sum(local) / (nx * nz)
+
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
-        nx, _, nz = self.grid.shape
-        local = stencils.y_weighted_sum(values, self.grid.volume_weights_y)
-        return self.decomposition.sum(local) / (nx * nz)
+        return self._cell_mean(stencils.y_weighted_sum(values, self.grid.volume_weights_y))
 
     def bulk_velocity(self) -> float:
         """Volume-averaged streamwise velocity (collective)."""
