@@ -98,12 +98,14 @@ def read(arguments) -> int:
             if arguments.out is not None:
                 received.update({f"{step}:{name}": values for name, values in fields.items()})
             steps += 1
-            if arguments.die_after and steps >= arguments.die_after:
-                _log(arguments.log, f"dying {time.time()!r}")
-                os.kill(os.getpid(), signal.SIGKILL)
             if arguments.max_steps and steps >= arguments.max_steps:
                 break
             time.sleep(arguments.hold)
+            # After the hold, not at once: a writer released by this step's release is
+            # then blocked again (its queue full) when the reader dies.
+            if arguments.die_after and steps >= arguments.die_after:
+                _log(arguments.log, f"dying {time.time()!r}")
+                os.kill(os.getpid(), signal.SIGKILL)
         _log(arguments.log, f"end {reader.end_status} skipped {reader.skipped}")
     if arguments.out is not None:
         np.savez(arguments.out, **received)
@@ -141,7 +143,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--hold", type=float, default=0.0, help="seconds between reads")
     parser.add_argument("--max-steps", type=int, default=0, help="then detach")
-    parser.add_argument("--die-after", type=int, default=0, help="steps, then SIGKILL itself")
+    parser.add_argument(
+        "--die-after", type=int, default=0, help="steps and a hold, then SIGKILL itself"
+    )
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--interval", type=float, default=0.05)

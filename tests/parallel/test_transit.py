@@ -225,9 +225,11 @@ def test_killed_reader_releases_a_blocked_writer(tmp_path_factory):
     run_dir, log = folder / "run", folder / "reader.log"
     with contextlib.ExitStack() as stack:
         if comm.rank == 0:
-            # One step a second; after its second step it SIGKILLs itself (the binding
-            # keeps the interpreter lock in a blocked EndStep, so no thread of this
-            # process could do it then).
+            # One step a second; a second after its second step it SIGKILLs itself (the
+            # binding keeps the interpreter lock in a blocked EndStep, so no thread of this
+            # process could do it then). Whether the writer below starts before or after
+            # the reader's second step (write_until may have been blocked until then), its
+            # queue is full again when the reader dies.
             stack.enter_context(
                 peer_process("read", run_dir, log, hold=1.0, die_after=2, limit=60)
             )
