@@ -71,7 +71,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
@@ -81,6 +80,7 @@ from tachyflow.bench.harness import time_interleaved
 from tachyflow.bench.results import new_results, summarize
 from tachyflow.errors import ConfigError
 from tachyflow.io.figures import new_subplots, save_figure
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.fwh_kernels import (
     CUBIC_HISTORY,
     accumulate_retarded,
@@ -189,7 +189,7 @@ WARMUP = 1  # untimed call of each candidate: compiles or loads the probes, page
 BOUNDS = {"": ("compute", "memory"), "division_aware_": ("memory", "scalar", "divider")}
 
 
-@numba.njit(fastmath={"contract"}, cache=True)
+@kernel(fastmath={"contract"})
 def _vector_fma(x, sweeps):  # pragma: no cover
     # Eight independent chains per element and the element loop vectorised keep both FMA
     # pipes busy despite the FMA latency; the affine map is a contraction, so the values
@@ -206,7 +206,7 @@ def _vector_fma(x, sweeps):  # pragma: no cover
             x[i] = ((v0 + v1) + (v2 + v3) + (v4 + v5) + (v6 + v7)) * 0.125 - 3.5
 
 
-@numba.njit(cache=True)
+@kernel
 def _scalar_chains(x, sweeps):  # pragma: no cover
     # The same work without fastmath (separate multiply and add, like the kernel); the
     # early exit, like the kernel's on-surface check, keeps LLVM from vectorising.
@@ -224,14 +224,14 @@ def _scalar_chains(x, sweeps):  # pragma: no cover
             x[i] = ((v0 + v1) + (v2 + v3) + (v4 + v5) + (v6 + v7)) * 0.125 - 3.5
 
 
-@numba.njit(cache=True)
+@kernel
 def _triad(a, b, c, scalar, passes):  # pragma: no cover
     for _ in range(passes):
         for i in range(a.shape[0]):
             a[i] = b[i] + scalar * c[i]
 
 
-@numba.njit(cache=True)
+@kernel
 def _divide(out, a, b, sweeps):  # pragma: no cover
     # Scalar like the kernel's divisions: numba's zero-division check is an early exit.
     for _ in range(sweeps):
@@ -239,7 +239,7 @@ def _divide(out, a, b, sweeps):  # pragma: no cover
             out[i] = a[i] / b[i]
 
 
-@numba.njit(cache=True)
+@kernel
 def _square_root(out, a, sweeps):  # pragma: no cover
     # The early exit keeps the roots scalar, like the kernel's.
     for _ in range(sweeps):

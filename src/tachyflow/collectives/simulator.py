@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from tachyflow.collectives.schedule import REDUCTIONS, Schedule, Step, result_defined
 from tachyflow.models.loggp import LogGP
+from tachyflow.numerics.compiled import kernel
 
 NO_SIZES = np.empty(0)  # tells _advance to read message sizes off the segment ranges
 # Columns of the per-rank critical-path breakdown.
@@ -66,7 +66,7 @@ class SimulationResult:
     critical_path: dict = field(default_factory=dict)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _advance(
     clock, receive_free, send_free, stamp, sending, receiving, path, index, source, target,
     first, stop, bounds, itemsize, message_bytes, terms, exchange, local, sigma,

@@ -15,8 +15,9 @@ layout beyond the round-off of those averages.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 #: How far outside a triangle (in barycentric coordinates) a pixel centre still counts as
 #: in it: centres on an edge shared by two triangles must not fall through the seam.
@@ -69,7 +70,7 @@ def composite(sums: np.ndarray) -> np.ndarray:
     return picture
 
 
-@numba.njit(cache=True)
+@kernel
 def _rasterise(x, y, values, x0, y0, dx, dy, piece):  # pragma: no cover - compiled
     ni, nj = x.shape[0] - 1, x.shape[1] - 1
     for i in range(ni):
@@ -83,7 +84,7 @@ def _rasterise(x, y, values, x0, y0, dx, dy, piece):  # pragma: no cover - compi
                       x0, y0, dx, dy, piece)  # fmt: skip
 
 
-@numba.njit(cache=True)
+@kernel
 def _triangle(ax, ay, av, bx, by, bv, cx, cy, cv, x0, y0, dx, dy, piece):  # pragma: no cover
     determinant = (by - cy) * (ax - cx) + (cx - bx) * (ay - cy)
     if determinant == 0.0:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import prange
 
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.stencils import owned_rows, row_shift, row_sum
 
@@ -67,7 +67,7 @@ class RadialMetrics:
         return tuple(np.ascontiguousarray(array.ravel()) for array in arrays)
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _divergence(u, q, w, rc, width, dx, dt, scale, out, rows):  # pragma: no cover
     nx, nr, nt = out.shape
     summing = rows.shape[0] > 0
@@ -96,7 +96,7 @@ def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor, shift):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
@@ -127,7 +127,7 @@ def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarra
     return 2.0 * w_first_ring_mean / m.centre[0, 1, 0]
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pragma: no cover
     nx, nr, nt = hu.shape
     for i in prange(1, nx + 1):
@@ -221,7 +221,7 @@ def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float, 
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _viscous(
     u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, nu, explicit, implicit
 ):  # pragma: no cover

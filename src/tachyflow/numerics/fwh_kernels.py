@@ -21,8 +21,9 @@ signals.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 DERIVATIVE_ORDERS = (2, 4)
 # Arrivals of each (panel, observer) pair the cubic interpolation keeps between steps.
@@ -100,7 +101,7 @@ def source_derivative(values: np.ndarray, times: np.ndarray, order: int) -> np.n
     return rate
 
 
-@numba.njit(cache=True)
+@kernel
 def _panel(
     k, i, normal_flux, normal_flux_rate, load, load_rate, mach, mach_rate, areas
 ):  # pragma: no cover
@@ -118,7 +119,7 @@ def _panel(
     )  # fmt: skip
 
 
-@numba.njit(cache=True)
+@kernel
 def _integrand(d0, d1, d2, panel, c0, inv_c0, rho0):  # pragma: no cover
     """Distance, thickness and loading integrands (times the area) of a panel (as
     :func:`_panel` gives it) for the observer at ``d`` from its centre."""
@@ -143,7 +144,7 @@ def _integrand(d0, d1, d2, panel, c0, inv_c0, rho0):  # pragma: no cover
     return r, p_t * weight, p_l * weight
 
 
-@numba.njit(cache=True)
+@kernel
 def accumulate_retarded(  # pragma: no cover
     tau,
     positions,
@@ -233,7 +234,7 @@ def accumulate_retarded(  # pragma: no cover
                 has_last[i, j] = True
 
 
-@numba.njit(cache=True)
+@kernel
 def _add_polynomial(  # pragma: no cover
     thickness, loading, j, nodes, thickness_values, loading_values, lower, cubic, grid_start,
     grid_step,
@@ -269,7 +270,7 @@ def _add_polynomial(  # pragma: no cover
         )  # fmt: skip
 
 
-@numba.njit(cache=True)
+@kernel
 def accumulate_retarded_cubic(  # pragma: no cover
     tau,
     positions,
@@ -348,7 +349,7 @@ def accumulate_retarded_cubic(  # pragma: no cover
                 arrivals[i, j] = before + 1
 
 
-@numba.njit(cache=True)
+@kernel
 def finish_retarded_cubic(  # pragma: no cover
     past_arrival, past_thickness, past_loading, arrivals, grid_start, grid_step, thickness,
     loading,

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.grid import StaggeredGrid
 
 QUANTITIES = ("u", "v", "w", "p")
@@ -212,7 +212,7 @@ def ghosted_flat_indices(indices: np.ndarray, start, ghosted_shape, width: int) 
     return (local[..., 0] * size_y + local[..., 1]) * size_z + local[..., 2]
 
 
-@numba.njit(cache=True)
+@kernel
 def take_values(u, v, w, p, quantity, flat, out):  # pragma: no cover
     """``out[m] = field[quantity[m]].flat[flat[m]]`` over the flat views of the four
     fields (u, v, w, p): packing stencil values in any order."""
@@ -228,7 +228,7 @@ def take_values(u, v, w, p, quantity, flat, out):  # pragma: no cover
             out[m] = p[flat[m]]
 
 
-@numba.njit(cache=True)
+@kernel
 def _source_row(u, v, w, pressure, normal, rho0, p0, out):  # pragma: no cover
     """FW-H source terms of one point of a stationary permeable surface (see below)."""
     normal_velocity = u * normal[0] + v * normal[1] + w * normal[2]
@@ -240,7 +240,7 @@ def _source_row(u, v, w, pressure, normal, rho0, p0, out):  # pragma: no cover
     out[3] = gauge * normal[2] + momentum * w
 
 
-@numba.njit(cache=True)
+@kernel
 def _interpolated_sources(values, weights, normals, rho0, p0, out):  # pragma: no cover
     sampled = np.empty(4)
     for point in range(values.shape[0]):
@@ -254,7 +254,7 @@ def _interpolated_sources(values, weights, normals, rho0, p0, out):  # pragma: n
         )
 
 
-@numba.njit(cache=True)
+@kernel
 def _gathered_sources(u, v, w, p, flat, weights, normals, rho0, p0, out):  # pragma: no cover
     """:func:`_interpolated_sources` reading each stencil value straight from the fields:
     the same products and sums in the same order, without a copy of the values."""
@@ -271,7 +271,7 @@ def _gathered_sources(u, v, w, p, flat, weights, normals, rho0, p0, out):  # pra
         )
 
 
-@numba.njit(cache=True)
+@kernel
 def _sources(velocity, pressure, normals, rho0, p0, out):  # pragma: no cover
     for point in range(velocity.shape[0]):
         _source_row(
@@ -286,7 +286,7 @@ def _sources(velocity, pressure, normals, rho0, p0, out):  # pragma: no cover
         )
 
 
-@numba.njit(cache=True)
+@kernel
 def _interpolate(values, weights, out):  # pragma: no cover
     for point in range(values.shape[0]):
         for quantity in range(values.shape[1]):

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from tachyflow.errors import ConvergenceError
+from tachyflow.numerics.compiled import kernel
 
 
 @dataclass
@@ -59,7 +59,7 @@ def _stopping(rr: float, bb: float, rtol: float, atol: float):
     return norm_b, max(rtol * norm_b, atol), [np.sqrt(rr) / norm_b if norm_b else 0.0]
 
 
-@numba.njit(cache=True)
+@kernel
 def _cg_update(x, r, z, p, q, inverse_diagonal, alpha):  # pragma: no cover  (compiled)
     """One pass for ``x += αp``, ``r -= αq``, ``z = r / diag(A)`` and the local partial
     sums ``r·z`` and ``r·r`` (five numpy passes otherwise: the solve is memory-bound)."""
@@ -74,7 +74,7 @@ def _cg_update(x, r, z, p, q, inverse_diagonal, alpha):  # pragma: no cover  (co
     return np.array([rz, rr])
 
 
-@numba.njit(cache=True)
+@kernel
 def _cg_direction(p, z, beta):  # pragma: no cover  (compiled)
     """``p = z + βp`` in one pass."""
     for i in range(p.size):

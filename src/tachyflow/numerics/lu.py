@@ -15,13 +15,14 @@ Dense BLAS and LAPACK on blocks live in :mod:`tachyflow.numerics.dense`.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
-@numba.njit(cache=True)
+@kernel
 def _fill_random(rows, columns, seed, out):  # pragma: no cover
     # splitmix64 of (column << 32 | row) mixed with the seed; the top 53 bits as a double.
     for j in range(columns.size):
@@ -92,7 +93,7 @@ def pivot_candidate(column: np.ndarray) -> int:
     return int(np.argmax(np.abs(column)))
 
 
-@numba.njit(cache=True)
+@kernel
 def _eliminate(panel, active, column, stop, pivot_row):  # pragma: no cover
     pivot = pivot_row[column]
     if pivot != 0.0:

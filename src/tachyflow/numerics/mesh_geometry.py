@@ -7,11 +7,12 @@ that pair faces across cells; :mod:`tachyflow.io.mesh` calls it per block.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from tachyflow.numerics.compiled import kernel
 
-@numba.njit(cache=True)
+
+@kernel
 def half_cross(a, b, c, out):
     """Vector area of triangle ``a, b, c``: half the cross product of two of its edges."""
     ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
@@ -21,7 +22,7 @@ def half_cross(a, b, c, out):
     out[2] = 0.5 * (ux * vy - uy * vx)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def cell_geometry(points, connectivity, faces, face_sizes):
     """Face vector areas and centroids, volumes, centroids and face keys of one block.
 

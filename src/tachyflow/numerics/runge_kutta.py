@@ -7,8 +7,9 @@ Substep ``k`` advances ``u`` by ``Δt (γ_k H_k + ρ_k H_{k-1})`` of the explici
 
 from __future__ import annotations
 
-import numba
 from numba import prange
+
+from tachyflow.numerics.compiled import kernel
 
 RK3_GAMMA = (8.0 / 15.0, 5.0 / 12.0, 3.0 / 4.0)
 RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
@@ -16,7 +17,7 @@ RK3_RHO = (0.0, -17.0 / 60.0, -5.0 / 12.0)
 RK3_ENDS = (8.0 / 15.0, 2.0 / 3.0, 1.0)
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):  # pragma: no cover
     flat_explicit, flat_previous = explicit.ravel(), previous.ravel()
     flat_implicit = implicit.ravel()

@@ -20,6 +20,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.grid import StaggeredGrid
 
 INTERIOR = slice(1, -1)
@@ -89,7 +90,7 @@ def row_sum(row, start, stop):  # pragma: no cover
     return (first + second) + (third + fourth)
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _divergence(u, v, w, width, dx, dz, scale, out, rows):  # pragma: no cover
     nx, ny, nz = out.shape
     summing = rows.shape[0] > 0
@@ -129,7 +130,7 @@ def divergence(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _place_interior(values, ghosted, total, weight):  # pragma: no cover
     nx, ny, nz = values.shape
     accumulate = total.shape[0] > 0
@@ -157,7 +158,7 @@ def place_interior(values, ghosted, total=None, weight: float = 0.0) -> None:
     _place_interior(values, ghosted, _NO_ARRAY if total is None else total, float(weight))
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face, shift):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
@@ -195,7 +196,7 @@ def subtract_gradient(
                        ny - 1 if walls else ny, row_shift(u, shift))  # fmt: skip
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _add_viscous(
     f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out, out_y
 ):  # pragma: no cover
@@ -304,7 +305,7 @@ def _advected(u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap):
     )
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
     nx, ny, nz = out_u.shape
     for i in prange(1, nx + 1):
@@ -357,7 +358,7 @@ def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_i
     increment[i - 1, j - 1, k - 1] = dt * (gamma * term + rho * earlier) + alpha_dt * y_part
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _explicit_increments(
     u, v, w, width, width_up, gap, gap_down, dx, dz, nu, y_implicit, forcing_x,
     dt, gamma, rho, alpha_dt, first, terms_u, terms_v, terms_w, increment_u, increment_v,
@@ -424,7 +425,7 @@ def explicit_increments(u, v, w, metrics: YMetrics, dx: float, dz: float, viscos
     return terms, increment
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _centred_speed(u, v, w, radial, out):  # pragma: no cover
     nx, ny, nz = out.shape
     for i in prange(nx):
@@ -450,7 +451,7 @@ def centred_speed(u, v, w, out: np.ndarray, radial_scale: np.ndarray | None = No
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _y_weighted_sum(values, weights):  # pragma: no cover
     total = 0.0
     for i in range(values.shape[0]):
@@ -469,7 +470,7 @@ def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
     return float(_y_weighted_sum(values, np.ascontiguousarray(weights, dtype=np.float64)))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _weighted_rows_total(rows, weights):  # pragma: no cover
     total = 0.0
     for i in range(rows.shape[0]):

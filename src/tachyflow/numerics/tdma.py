@@ -18,8 +18,10 @@ import numba
 import numpy as np
 from numba import prange
 
+from tachyflow.numerics.compiled import kernel
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+
+@kernel(error_model="numpy", parallel=True)
 def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  # pragma: no cover
     # One real division per row: the right-hand side (complex for Fourier modes) is
     # multiplied by the pivot's reciprocal, not divided by it (a complex division each).
@@ -49,7 +51,7 @@ def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  #
                 rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _solve_cyclic(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pragma: no cover
     # Sherman–Morrison: A = T + u v^T with u = (gamma, 0, ..., 0, upper[-1]),
     # v = (1, 0, ..., 0, lower[0] / gamma); T is A with the corners folded into its diagonal.
@@ -189,7 +191,7 @@ def _sweep_plane(lower, inverse_pivot, factor, source, lines):  # pragma: no cov
             row[k] -= factor[j] * below[k]
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(error_model="numpy", parallel=True)
 def _solve_factored(
     lower, inverse_pivot, factor, rhs, target, at_i, at_j, at_k, chunks
 ):  # pragma: no cover
@@ -262,7 +264,7 @@ class FactoredTridiagonal:
         return rhs if add_to is _NO_TARGET else add_to
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _factor_periodic_diffusion(coupling, inverse_pivot, upper, z, denominator):  # pragma: no cover
     n1, n = inverse_pivot.shape
     for j in range(n1):
@@ -293,7 +295,7 @@ def _factor_periodic_diffusion(coupling, inverse_pivot, upper, z, denominator): 
             inverse_pivot[j, k] = 1.0 / inverse_pivot[j, k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _solve_factored_periodic_diffusion(
     coupling, inverse_pivot, upper, z, denominator, rhs, lines
 ):  # pragma: no cover

@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
@@ -29,6 +28,7 @@ from tachyflow import collectives
 from tachyflow.bench.npb.common import KernelResult
 from tachyflow.bench.npb.random import A as AMULT
 from tachyflow.bench.npb.random import randlc
+from tachyflow.numerics.compiled import kernel
 
 TRAN = 314159265.0  # NPB's seed of the matrix generator
 RCOND = 0.1  # the smallest eigenvalue of the generated matrix before the shift
@@ -83,7 +83,7 @@ def operations(problem: CGClass) -> float:
     return 2.0 * problem.niter * problem.na * (3 + per_row + 25 * (5 + per_row) + 3)
 
 
-@numba.njit(cache=True)
+@kernel
 def _random_vectors(n, nonzer, seed):  # pragma: no cover  (compiled)
     """NPB's ``sprnvc`` then ``vecset(.., i, 0.5)`` for every row ``i``, in NPB's order.
 
@@ -129,7 +129,7 @@ def _random_vectors(n, nonzer, seed):  # pragma: no cover  (compiled)
     return columns, values, counts
 
 
-@numba.njit(cache=True)
+@kernel
 def _assemble(columns, values, counts, lo, hi, rcond, shift):  # pragma: no cover
     """Rows ``lo .. hi-1`` of NPB's matrix (``sparse``) in CSR with sorted columns.
 
@@ -215,7 +215,7 @@ def make_matrix(problem: CGClass, lo: int, hi: int):
     return _assemble(columns, values, counts, lo, hi, RCOND, problem.shift)
 
 
-@numba.njit(cache=True)
+@kernel
 def _start(x, z, r, p):  # pragma: no cover  (compiled)
     """CG's start ``z = 0, r = p = x``; returns this rank's part of ``r.r``."""
     rho = 0.0
@@ -231,7 +231,7 @@ def _start(x, z, r, p):  # pragma: no cover  (compiled)
 # The row products: each row's entries taken as slices (a loop from 0 over a known
 # length that LLVM vectorises with gathers) and summed in any order (fastmath): 1.3-1.5x
 # faster than indexing from the row pointers in order, the result within round-off.
-@numba.njit(cache=True, fastmath=True)
+@kernel(fastmath=True)
 def _row_product(colidx, values, vector, start, stop):  # pragma: no cover  (compiled)
     columns, entries = colidx[start:stop], values[start:stop]
     total = 0.0
@@ -240,7 +240,7 @@ def _row_product(colidx, values, vector, start, stop):  # pragma: no cover  (com
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _product_dot(rowstr, colidx, values, p_full, lo, q):  # pragma: no cover
     """``q = A p`` on this rank's rows, and this rank's part of ``p.q`` in the same pass."""
     dot = 0.0
@@ -251,7 +251,7 @@ def _product_dot(rowstr, colidx, values, p_full, lo, q):  # pragma: no cover
     return dot
 
 
-@numba.njit(cache=True)
+@kernel
 def _update_solution(z, r, p, q, alpha):  # pragma: no cover  (compiled)
     """``z += alpha p``, ``r -= alpha q``; returns this rank's part of the new ``r.r``."""
     rho = 0.0
@@ -263,14 +263,14 @@ def _update_solution(z, r, p, q, alpha):  # pragma: no cover  (compiled)
     return rho
 
 
-@numba.njit(cache=True)
+@kernel
 def _update_direction(p, r, beta):  # pragma: no cover  (compiled)
     """``p = r + beta p``."""
     for j in range(p.size):
         p[j] = r[j] + beta * p[j]
 
 
-@numba.njit(cache=True)
+@kernel
 def _residual_norms(rowstr, colidx, values, z_full, lo, x, sums):  # pragma: no cover
     """This rank's parts of ``||x - A z||^2``, ``x.z`` and ``z.z``, into ``sums``, in one
     pass over the rows (``A z`` itself is not kept: only the residual's norm is used)."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
 from tachyflow import collectives
 from tachyflow.bench.npb.common import KernelResult
 from tachyflow.bench.npb.random import A, power, randlc, vranlc
+from tachyflow.numerics.compiled import kernel
 
 MK = 16
 NK = 1 << MK  # pairs per batch
@@ -44,7 +44,7 @@ CLASSES = {
 }
 
 
-@numba.njit(cache=True)
+@kernel
 def _batches(first, count, uniforms, sums):  # pragma: no cover  (compiled)
     """Batches ``first .. first + count - 1``: adds Σ|X|, Σ|Y| to ``sums[0:2]`` and the
     annulus counts to ``sums[2:2 + NQ]``. ``uniforms`` holds one batch's 2·NK numbers."""

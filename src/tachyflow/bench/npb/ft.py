@@ -31,12 +31,12 @@ import math
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
 from tachyflow.bench.npb.common import KernelResult
 from tachyflow.bench.npb.random import A, power, randlc, vranlc
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.fft import AxisTransform, empty
 from tachyflow.parallel import PencilDecomposition, Transposer
 
@@ -148,7 +148,7 @@ def initial_conditions(decomposition: PencilDecomposition, out: np.ndarray) -> n
     return out
 
 
-@numba.njit(cache=True)
+@kernel
 def _draw_planes(out, start, plane_jump):  # pragma: no cover  (compiled)
     """Fill x-pencil ``out`` plane by plane from seed ``start``, ``plane_jump`` apart."""
     nx, lines, planes = out.shape
@@ -191,7 +191,7 @@ def evolution_factors(decomposition: PencilDecomposition, out: np.ndarray) -> np
     return out
 
 
-@numba.njit(cache=True)
+@kernel
 def _look_up(out, table, xx, yy, zz):  # pragma: no cover  (compiled)
     """``out[i, j, k] = table[xx[i] + yy[j] + zz[k]]``."""
     for i in range(out.shape[0]):

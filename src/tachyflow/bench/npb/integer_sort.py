@@ -13,13 +13,13 @@ iterations are timed; Mop/s is ``MAX_ITERATIONS · TOTAL_KEYS / time / 1e6``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
 from tachyflow import collectives
 from tachyflow.bench.npb.common import KernelResult
 from tachyflow.bench.npb.random import A, randlc, seed_after
+from tachyflow.numerics.compiled import kernel
 
 SEED = 314159265.0
 MAX_ITERATIONS = 10
@@ -64,7 +64,7 @@ CLASSES = {
 }  # fmt: skip
 
 
-@numba.njit(cache=True)
+@kernel
 def _generate(seed, max_key, keys):  # pragma: no cover  (compiled)
     """NPB's ``create_seq``: ``keys[i] = int(MAX_KEY/4 · (r1 + r2 + r3 + r4))``."""
     quarter = max_key // 4
@@ -89,7 +89,7 @@ def create_keys(problem_class: str, rank: int, size: int) -> np.ndarray:
     return keys
 
 
-@numba.njit(cache=True)
+@kernel
 def _bucket(keys, shift, buckets, bucket_size, sorted_keys):  # pragma: no cover
     """Counts keys per bucket into ``bucket_size[:buckets]`` and writes them, bucket by
     bucket, to ``sorted_keys``."""
@@ -106,7 +106,7 @@ def _bucket(keys, shift, buckets, bucket_size, sorted_keys):  # pragma: no cover
         pointers[bucket] += 1
 
 
-@numba.njit(cache=True)
+@kernel
 def _partition(
     totals, local, buckets, per_rank, send_count, send_displ, first, last
 ):  # pragma: no cover  (compiled)
@@ -138,7 +138,7 @@ def _partition(
         j += 1
 
 
-@numba.njit(cache=True)
+@kernel
 def _rank(received, low, high, population):  # pragma: no cover  (compiled)
     """Counts each key value of ``received`` (all in ``[low, high]``) and makes the
     counts cumulative: ``population[k - low]`` = local keys ``<= k``."""
@@ -149,7 +149,7 @@ def _rank(received, low, high, population):  # pragma: no cover  (compiled)
         population[i + 1] += population[i]
 
 
-@numba.njit(cache=True)
+@kernel
 def _place(received, low, population, out):  # pragma: no cover  (compiled)
     """is.c's full_verify sort: each key to its rank (consumes ``population``); returns
     the number of keys out of order."""

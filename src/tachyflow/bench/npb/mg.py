@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from mpi4py import MPI
 
 from tachyflow.bench.npb.common import KernelResult
 from tachyflow.bench.npb.random import A, seed_after, vranlc
+from tachyflow.numerics.compiled import kernel
 
 SEED = 314159265.0
 CHARGES = 10  # NPB's mm: points set to +1 and to -1
@@ -48,7 +48,7 @@ CLASSES = {
 }
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _line_sums(x, i3, i2, edges, corners):  # pragma: no cover  (compiled)
     """Along the x line (i3, i2): the sums of the four edge neighbours and of the four
     corner neighbours in the (i2, i3) plane, NPB's buffers for resid and psinv."""
@@ -62,7 +62,7 @@ def _line_sums(x, i3, i2, edges, corners):  # pragma: no cover  (compiled)
         )
 
 
-@numba.njit(cache=True)
+@kernel
 def _resid(u, v, r, a0, a2, a3, u1, u2):  # pragma: no cover  (compiled)
     """``r = v - A u`` on the interior (NPB's resid); ``r`` may be ``v``."""
     n3, n2, n1 = u.shape
@@ -78,7 +78,7 @@ def _resid(u, v, r, a0, a2, a3, u1, u2):  # pragma: no cover  (compiled)
                 )
 
 
-@numba.njit(cache=True)
+@kernel
 def _psinv(r, u, c0, c1, c2, r1, r2):  # pragma: no cover  (compiled)
     """``u = u + C r`` on the interior (NPB's psinv smoother)."""
     n3, n2, n1 = r.shape
@@ -94,7 +94,7 @@ def _psinv(r, u, c0, c1, c2, r1, r2):  # pragma: no cover  (compiled)
                 )
 
 
-@numba.njit(cache=True)
+@kernel
 def _rprj3(r, s, x1, y1):  # pragma: no cover  (compiled)
     """Restrict fine ``r`` onto the interior of coarse ``s`` (NPB's rprj3): coarse point
     ``j`` sits on fine point ``2 j`` (ghost-inclusive indices)."""
@@ -131,7 +131,7 @@ def _rprj3(r, s, x1, y1):  # pragma: no cover  (compiled)
                 )
 
 
-@numba.njit(cache=True)
+@kernel
 def _interp(z, u, z1, z2, z3):  # pragma: no cover  (compiled)
     """Add the trilinear interpolation of coarse ``z`` to fine ``u`` (NPB's interp, the
     branch for grids with no axis of 3 points, which are all grids of MG's classes).
@@ -159,7 +159,7 @@ def _interp(z, u, z1, z2, z3):  # pragma: no cover  (compiled)
                 u[2 * i3 + 1, 2 * i2 + 1, f1 + 1] += 0.125 * (z3[i1] + z3[i1 + 1])
 
 
-@numba.njit(cache=True)
+@kernel
 def _periodic(u, along_z):  # pragma: no cover  (compiled)
     """Fill the ghosts in x and y of the interior planes from the opposite side, and in
     ``z`` too when ``along_z`` (NPB's comm3 on a grid held whole)."""
@@ -178,7 +178,7 @@ def _periodic(u, along_z):  # pragma: no cover  (compiled)
                 u[n3 - 1, i2, i1] = u[1, i2, i1]
 
 
-@numba.njit(cache=True)
+@kernel
 def _sum_squares(r):  # pragma: no cover  (compiled)
     """Sum of squares and largest magnitude over the interior (NPB's norm2u3 loop)."""
     n3, n2, n1 = r.shape
@@ -192,7 +192,7 @@ def _sum_squares(r):  # pragma: no cover  (compiled)
     return s, largest
 
 
-@numba.njit(cache=True)
+@kernel
 def _fill_random(z, seed):  # pragma: no cover  (compiled)
     """Draw the interior of ``z`` line by line in Fortran order, starting after ``seed``.
 
@@ -206,7 +206,7 @@ def _fill_random(z, seed):  # pragma: no cover  (compiled)
             seed = vranlc(n1 - 2, seed, A, z[i3, i2, 1 : n1 - 1])
 
 
-@numba.njit(cache=True)
+@kernel
 def _bubble(ten, positions, largest):  # pragma: no cover  (compiled)
     """NPB's bubble: move the new entry at slot 0 up past entries it beats strictly."""
     for i in range(ten.size - 1):
@@ -217,7 +217,7 @@ def _bubble(ten, positions, largest):  # pragma: no cover  (compiled)
             return
 
 
-@numba.njit(cache=True)
+@kernel
 def _extrema(z, first_plane, low, low_at, high, high_at):  # pragma: no cover  (compiled)
     """NPB's candidate search over the interior in Fortran order: ``high`` (ascending)
     keeps the largest values, ``low`` (descending) the smallest; ``*_at`` are the global

@@ -8,8 +8,9 @@ exactly NPB's numbers.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 A = 1220703125.0  # 5^13, the multiplier of every NPB kernel
 R23 = 0.5**23
@@ -18,7 +19,7 @@ T23 = 2.0**23
 T46 = T23 * T23
 
 
-@numba.njit(cache=True)
+@kernel
 def _next(x: float, a: float) -> float:  # pragma: no cover  (compiled)
     """``a x mod 2^46`` in exact double arithmetic (NPB's splitting)."""
     a1 = float(int(R23 * a))
@@ -33,14 +34,14 @@ def _next(x: float, a: float) -> float:  # pragma: no cover  (compiled)
     return t3 - T46 * t4
 
 
-@numba.njit(cache=True)
+@kernel
 def randlc(x: float, a: float = A) -> tuple[float, float]:  # pragma: no cover  (compiled)
     """The next number in (0, 1) and the new seed: NPB's ``randlc(x, a)``."""
     seed = _next(x, a)
     return R46 * seed, seed
 
 
-@numba.njit(cache=True)
+@kernel
 def vranlc(count: int, x: float, a: float, out: np.ndarray) -> float:  # pragma: no cover
     """Fill ``out[:count]`` with the next ``count`` numbers; returns the new seed (NPB's
     ``vranlc``)."""
@@ -50,7 +51,7 @@ def vranlc(count: int, x: float, a: float, out: np.ndarray) -> float:  # pragma:
     return x
 
 
-@numba.njit(cache=True)
+@kernel
 def power(a: float, exponent: int) -> float:  # pragma: no cover  (compiled)
     """``a^exponent mod 2^46`` by repeated squaring: the multiplier that jumps a stream
     ``exponent`` steps ahead (NPB's ``ipow46``)."""

@@ -15,15 +15,16 @@ Both take the primitive states left and right of the face, ``q = (rho, u, v, p[,
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 ROE = 0
 AUSM_UP = 1
 SCHEMES = {"roe": ROE, "ausm+up": AUSM_UP}
 
 
-@numba.njit(cache=True)
+@kernel
 def physical_flux(q, nx, ny, gamma, out):  # pragma: no cover - compiled
     """The Euler flux ``F(q) . n`` of primitive state ``q``."""
     rho, u, v, p = q[0], q[1], q[2], q[3]
@@ -38,7 +39,7 @@ def physical_flux(q, nx, ny, gamma, out):  # pragma: no cover - compiled
         out[k] = mass * q[k]
 
 
-@numba.njit(cache=True)
+@kernel
 def roe_flux(qL, qR, nx, ny, gamma, entropy_fix, out):  # pragma: no cover - compiled
     """Roe's flux with Harten's entropy fix (``entropy_fix``: delta over ``|V| + c``)."""
     rL, uL, vL, pL = qL[0], qL[1], qL[2], qL[3]
@@ -86,7 +87,7 @@ def roe_flux(qL, qR, nx, ny, gamma, entropy_fix, out):  # pragma: no cover - com
         out[k] = mass * (qL[k] if mass > 0.0 else qR[k])
 
 
-@numba.njit(cache=True)
+@kernel
 def _m4(mach, sign):  # pragma: no cover - compiled
     """Liou's 4th-degree split Mach number ``M_(4)^(+/-)`` (beta = 1/8)."""
     if abs(mach) >= 1.0:
@@ -96,7 +97,7 @@ def _m4(mach, sign):  # pragma: no cover - compiled
     return m2 * (1.0 - sign * 16.0 * 0.125 * m2_other)
 
 
-@numba.njit(cache=True)
+@kernel
 def _p5(mach, sign, alpha):  # pragma: no cover - compiled
     """Liou's 5th-degree pressure split ``P_(5)^(+/-)``."""
     if abs(mach) >= 1.0:
@@ -106,7 +107,7 @@ def _p5(mach, sign, alpha):  # pragma: no cover - compiled
     return m2 * ((sign * 2.0 - mach) - sign * 16.0 * alpha * mach * m2_other)
 
 
-@numba.njit(cache=True)
+@kernel
 def ausm_up_flux(qL, qR, nx, ny, gamma, mach_cutoff, out):  # pragma: no cover - compiled
     """AUSM+-up; ``mach_cutoff``: the free-stream Mach number of its low-speed scaling."""
     rL, uL, vL, pL = qL[0], qL[1], qL[2], qL[3]
@@ -153,7 +154,7 @@ def ausm_up_flux(qL, qR, nx, ny, gamma, mach_cutoff, out):  # pragma: no cover -
             out[k] = mass * qR[k]
 
 
-@numba.njit(cache=True)
+@kernel
 def numerical_flux(scheme, qL, qR, nx, ny, gamma, parameter, out):  # pragma: no cover
     """The flux of ``scheme`` (:data:`ROE` or :data:`AUSM_UP`); ``parameter`` is Roe's
     entropy fix or AUSM+-up's cut-off Mach number."""

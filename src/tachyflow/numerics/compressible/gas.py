@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 GAMMA = 1.4
 PRANDTL = 0.72
@@ -44,7 +45,7 @@ def conservative(Q: np.ndarray, gamma: float = GAMMA) -> np.ndarray:
     return U
 
 
-@numba.njit(cache=True)
+@kernel
 def primitive_into(U, Q, gamma):  # pragma: no cover - compiled
     """:func:`primitive` into ``Q`` (every cell, ghosts included)."""
     nvar, ni, nj = U.shape
@@ -61,7 +62,7 @@ def primitive_into(U, Q, gamma):  # pragma: no cover - compiled
                 Q[4, i, j] = U[4, i, j] / rho
 
 
-@numba.njit(cache=True)
+@kernel
 def sutherland(T, mu_inf, s):  # pragma: no cover - compiled
     """Sutherland's law ``mu = mu_inf T^1.5 (1 + s) / (T + s)``, ``s = 110.4 K / T_inf``."""
     return mu_inf * T * np.sqrt(T) * (1.0 + s) / (T + s)

@@ -21,11 +21,12 @@ boundary ghosts hold ``dU = 0`` (explicit boundary conditions).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from tachyflow.numerics.compiled import kernel
 
-@numba.njit(cache=True)
+
+@kernel
 def conservative_flux(w, nx, ny, gamma, out):  # pragma: no cover - compiled
     """``F(w) . n`` of conservative ``w`` (n scaled by the face length)."""
     rho = w[0]
@@ -40,7 +41,7 @@ def conservative_flux(w, nx, ny, gamma, out):  # pragma: no cover - compiled
         out[k] = w[k] * vn
 
 
-@numba.njit(cache=True)
+@kernel
 def _subtract_neighbour(i, j, side, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner, gamma,
                     w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
     """Subtract ``0.5 (dF . n - lambda dU)`` of one neighbour (its current increment) from
@@ -75,7 +76,7 @@ def _subtract_neighbour(i, j, side, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut
         acc[k] -= 0.5 * (f1[k] - f0[k] - lam * dU[k, di, dj])
 
 
-@numba.njit(cache=True)
+@kernel
 def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
                 cut_partner, gamma, w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
     nvar = U.shape[0]
@@ -91,7 +92,7 @@ def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, sy
         dU[4, i, j] = acc[4] / (d + source_implicit[i, j])
 
 
-@numba.njit(cache=True)
+@kernel
 def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
                cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
     """``sweeps`` symmetric Gauss–Seidel sweep pairs over the owned cells of ``dU`` (its
@@ -126,7 +127,7 @@ def diagonal(area: np.ndarray, dt: np.ndarray, lam_i: np.ndarray, lam_j: np.ndar
         )
 
 
-@numba.njit(cache=True)
+@kernel
 def flux_jacobian(w, nx, ny, gamma, out):  # pragma: no cover - compiled
     """``d(F . n)/dU`` at conservative ``w`` (n scaled by the face length), ``(nvar, nvar)``;
     extra variables are passive scalars carried by the mass flux."""
@@ -161,7 +162,7 @@ def flux_jacobian(w, nx, ny, gamma, out):  # pragma: no cover - compiled
         out[k, k] = vn
 
 
-@numba.njit(cache=True)
+@kernel
 def _solve_in_place(a, b):  # pragma: no cover - compiled
     """Solve ``a x = b`` for the columns of ``b`` (overwritten with x) by Gaussian
     elimination with partial pivoting; ``a`` is destroyed."""
@@ -192,7 +193,7 @@ def _solve_in_place(a, b):  # pragma: no cover - compiled
             b[c, k] = s / a[c, c]
 
 
-@numba.njit(cache=True)
+@kernel
 def _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
                 cut_partner, g, gamma, lower, upper, rhs, jac, w, f0, f1, acc):  # fmt: skip
     """Solve the block-tridiagonal system of column ``i`` along j (Thomas algorithm): the
@@ -275,7 +276,7 @@ def _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, 
             dU[r, i, j] = s
 
 
-@numba.njit(cache=True)
+@kernel
 def line_sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
                     cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
     """As :func:`sgs_sweeps`, but each step of a sweep relaxes a whole grid line of

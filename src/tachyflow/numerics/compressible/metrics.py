@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from tachyflow.numerics.compiled import kernel
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class BlockMetrics:
         return metrics
 
 
-@numba.njit(cache=True)
+@kernel
 def _segment_distance(px, py, segments, out):  # pragma: no cover - compiled
     for k in range(px.shape[0]):
         best = np.inf

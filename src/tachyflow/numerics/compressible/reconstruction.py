@@ -21,7 +21,7 @@ overshoots at the edges of boundary layers and wakes make negative values.
 
 from __future__ import annotations
 
-import numba
+from tachyflow.numerics.compiled import kernel
 
 NONE = 0
 VAN_ALBADA = 1
@@ -32,7 +32,7 @@ LIMITERS = {"none": NONE, "van-albada": VAN_ALBADA, "minmod": MINMOD, "first-ord
 _EPSILON = 1e-6
 
 
-@numba.njit(cache=True)
+@kernel
 def limited_slope(behind, ahead, limiter):  # pragma: no cover - compiled
     """The slope of a cell from its one-sided differences ``behind`` and ``ahead``."""
     if limiter == VAN_ALBADA:
@@ -48,7 +48,7 @@ def limited_slope(behind, ahead, limiter):  # pragma: no cover - compiled
     return 0.0
 
 
-@numba.njit(cache=True)
+@kernel
 def face_states(q0, q1, q2, q3, limiter, left, right):  # pragma: no cover - compiled
     """Left and right states at the face between ``q1`` and ``q2`` (four cells in a row,
     1D arrays of primitives) into ``left`` and ``right``. Variables after the four of the

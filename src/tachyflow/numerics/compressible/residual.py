@@ -17,9 +17,9 @@ Sutherland's law.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.compressible import turbulence
 from tachyflow.numerics.compressible.fluxes import SCHEMES, numerical_flux
 from tachyflow.numerics.compressible.gas import (
@@ -32,7 +32,7 @@ from tachyflow.numerics.compressible.metrics import BlockMetrics
 from tachyflow.numerics.compressible.reconstruction import LIMITERS, face_states
 
 
-@numba.njit(cache=True)
+@kernel
 def convective_residual(Q, sx, sy, direction, g, scheme, limiter, parameter, gamma, R):
     """Add the inviscid fluxes through the faces of one direction (0: i-faces, 1: j-faces)
     to the residual of the owned cells."""  # pragma: no cover - compiled
@@ -68,7 +68,7 @@ def convective_residual(Q, sx, sy, direction, g, scheme, limiter, parameter, gam
                     R[k, fi, fj] -= f
 
 
-@numba.njit(cache=True)
+@kernel
 def cell_gradients(W, sxi, syi, sxj, syj, area, g, grad):  # pragma: no cover - compiled
     """Green–Gauss gradients ``grad[k, 0|1]`` of the fields ``W[k]`` in the owned cells and
     the first ghost layer (face values: the mean of the two cells)."""
@@ -87,7 +87,7 @@ def cell_gradients(W, sxi, syi, sxj, syj, area, g, grad):  # pragma: no cover - 
                 grad[k, 1, i, j] = gy / area[i, j]
 
 
-@numba.njit(cache=True)
+@kernel
 def face_gradient(W, grad, k, li, lj, ri, rj, tx, ty, distance):  # pragma: no cover
     """Gradient of ``W[k]`` at the face between cells L and R (directional correction)."""
     gx = 0.5 * (grad[k, 0, li, lj] + grad[k, 0, ri, rj])
@@ -96,7 +96,7 @@ def face_gradient(W, grad, k, li, lj, ri, rj, tx, ty, distance):  # pragma: no c
     return gx - correction * tx, gy - correction * ty
 
 
-@numba.njit(cache=True)
+@kernel
 def viscous_residual(
     W, grad, U, mu, mut, xc, yc, sx, sy, direction, g, gamma, prandtl, prandtl_t, R
 ):  # pragma: no cover - compiled
@@ -146,7 +146,7 @@ def viscous_residual(
                     R[k, ri, rj] += flux[k]
 
 
-@numba.njit(cache=True)
+@kernel
 def turbulence_source(Q, grad, mu, area, distance, g, R, implicit):  # pragma: no cover
     """Subtract ``area * source`` of Spalart–Allmaras from ``R[4]`` in the owned cells and
     store the implicit coefficient (times area) in ``implicit``."""
@@ -163,7 +163,7 @@ def turbulence_source(Q, grad, mu, area, distance, g, R, implicit):  # pragma: n
             implicit[i, j] = area[i, j] * coefficient
 
 
-@numba.njit(cache=True)
+@kernel
 def face_spectral_radii(
     Q, mu, mut, xc, yc, sx, sy, direction, g, gamma, prandtl, prandtl_t, convective, viscous
 ):  # pragma: no cover - compiled

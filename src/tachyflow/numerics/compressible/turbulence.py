@@ -17,7 +17,7 @@ and wakes), and makes the update non-smooth there. The eddy viscosity is
 
 from __future__ import annotations
 
-import numba
+from tachyflow.numerics.compiled import kernel
 
 CB1 = 0.1355
 CB2 = 0.622
@@ -32,13 +32,13 @@ CV3 = 0.9
 CN1 = 16.0
 
 
-@numba.njit(cache=True)
+@kernel
 def fv1(chi):  # pragma: no cover - compiled
     chi3 = chi * chi * chi
     return chi3 / (chi3 + CV1**3)
 
 
-@numba.njit(cache=True)
+@kernel
 def eddy_viscosity_into(U, mu, mut):  # pragma: no cover - compiled
     """``mu_t = rho nt fv1(rho nt / mu)`` in every cell (``U[4] = rho nt``)."""
     ni, nj = mu.shape
@@ -48,7 +48,7 @@ def eddy_viscosity_into(U, mu, mut):  # pragma: no cover - compiled
             mut[i, j] = rho_nt * fv1(rho_nt / mu[i, j])
 
 
-@numba.njit(cache=True)
+@kernel
 def source(rho, nt, nu, vorticity, distance, grad_nt2):  # pragma: no cover - compiled
     """Source of ``rho nt`` per unit volume and its (non-negative) implicit coefficient:
     ``(rho (P - D + cb2/sigma |grad nt|^2), max(dD/dnt - dP/dnt, 0))``."""
@@ -79,7 +79,7 @@ def source(rho, nt, nu, vorticity, distance, grad_nt2):  # pragma: no cover - co
     return rho * (production - destruction + CB2 / SIGMA * grad_nt2), implicit
 
 
-@numba.njit(cache=True)
+@kernel
 def diffusion_coefficient(mu, rho_nt):  # pragma: no cover - compiled
     """``mu + rho nt`` (``mu + rho nt fn`` where ``nt < 0``, SA-neg) of the diffusion of
     ``nt``, before the division by sigma."""
