@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 from scipy.linalg import solve
@@ -256,6 +258,31 @@ def test_y_weighted_sum_equals_numpy_on_a_strided_view():
     assert abs(y_weighted_sum(values, weights) - expected) < 1e-12 * np.abs(values).sum()
     with pytest.raises(ValueError, match="expected values"):
         y_weighted_sum(values, weights[:-1])
+
+
+def test_convective_rate_and_finiteness_in_one_pass_equal_numpy_on_strided_views():
+    from tachyflow.numerics.stencils import all_finite, convective_rate
+
+    rng = np.random.default_rng(3)
+    ghosted = [rng.standard_normal((7, 6, 11)) for _ in range(3)]  # 9 owned in z: a remainder
+    u, v, w = (field[1:-1, 1:-1, 1:-1] for field in ghosted)
+    widths = rng.uniform(0.5, 1.5, 4)
+    expected = (np.abs(u) / 0.3 + np.abs(v) / widths[None, :, None] + np.abs(w) / 0.2).max()
+    assert convective_rate(u, v, w, 0.3, widths, 0.2) == pytest.approx(expected, rel=1e-15)
+    assert convective_rate(*(np.empty((0, 4, 9)),) * 3, 0.3, widths, 0.2) == 0.0  # empty piece
+    assert all_finite(u) and all_finite(np.empty((0, 4, 9)))
+    for place, value in itertools.product(
+        [(0, 0, 0), (2, 3, 8), (4, 1, 5)], [np.nan, np.inf, -np.inf]
+    ):
+        spoilt = u.copy()
+        spoilt[place] = value
+        assert not all_finite(spoilt), (place, value)
+        rate = convective_rate(spoilt, v, w, 0.3, widths, 0.2)
+        assert np.isnan(rate) if np.isnan(value) else rate == np.inf
+    with pytest.raises(ValueError, match="widths"):
+        convective_rate(u, v, w, 0.3, widths[:-1], 0.2)
+    with pytest.raises(ValueError, match="3D"):
+        all_finite(u[0])
 
 
 def test_periodic_diffusion_solve_matches_dense_solves():

@@ -452,6 +452,68 @@ def centred_speed(u, v, w, out: np.ndarray, radial_scale: np.ndarray | None = No
 
 
 @kernel(error_model="numpy")
+def _convective_rate(u, v, w, inverse_dx, inverse_widths, inverse_dz):  # pragma: no cover
+    nx, ny, nz = u.shape
+    largest = 0.0
+    for i in range(nx):
+        for j in range(ny):
+            inverse_dy = inverse_widths[j]
+            for k in range(nz):
+                rate = (
+                    abs(u[i, j, k]) * inverse_dx
+                    + abs(v[i, j, k]) * inverse_dy
+                    + abs(w[i, j, k]) * inverse_dz
+                )
+                if rate > largest or rate != rate:  # NaN wins, as in np.max
+                    largest = rate
+    return largest
+
+
+def convective_rate(u, v, w, dx: float, widths: np.ndarray, dz: float) -> float:
+    """``max(|u|/Δx + |v|/Δy_j + |w|/Δz)`` over arrays of the owned cells (possibly a halo
+    array's interior views), in one pass without temporaries; NaN if a value is NaN."""
+    if not u.shape == v.shape == w.shape or u.ndim != 3 or widths.shape != (u.shape[1],):
+        raise ValueError(
+            f"expected u, v, w of one shape (nx, ny, nz) and widths (ny,), got {u.shape}, "
+            f"{v.shape}, {w.shape}, {widths.shape}"
+        )
+    inverse_widths = 1.0 / np.asarray(widths, dtype=np.float64)
+    return float(_convective_rate(u, v, w, 1.0 / dx, inverse_widths, 1.0 / dz))
+
+
+@kernel(error_model="numpy")
+def _all_finite(values):  # pragma: no cover
+    nx, ny, nz = values.shape
+    for i in range(nx):
+        for j in range(ny):
+            # x - x is 0 for a finite x, NaN for NaN and infinities: no branch per value,
+            # and four independent sums (one running sum waits on every add).
+            row = values[i, j]
+            first = second = third = fourth = 0.0
+            k = 0
+            while k + 4 <= nz:
+                first += row[k] - row[k]
+                second += row[k + 1] - row[k + 1]
+                third += row[k + 2] - row[k + 2]
+                fourth += row[k + 3] - row[k + 3]
+                k += 4
+            while k < nz:
+                first += row[k] - row[k]
+                k += 1
+            if (first + second) + (third + fourth) != 0.0:
+                return False
+    return True
+
+
+def all_finite(values: np.ndarray) -> bool:
+    """``np.isfinite(values).all()`` for a 3D float64 array or view, in one pass without
+    the boolean temporary."""
+    if values.ndim != 3:
+        raise ValueError(f"expected a 3D array, got shape {values.shape}")
+    return bool(_all_finite(values))
+
+
+@kernel(error_model="numpy")
 def _y_weighted_sum(values, weights):  # pragma: no cover
     total = 0.0
     for i in range(values.shape[0]):

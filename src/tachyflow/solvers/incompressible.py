@@ -478,13 +478,12 @@ class IncompressibleSolver(PencilSolver):
 
     def _convective_rate(self) -> float:
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""
-        widths = self.grid.widths_y[None, :, None]
-        rate = (
-            np.abs(self.halo.interior(self.u)) / self.dx
-            + np.abs(self.halo.interior(self.v)) / widths
-            + np.abs(self.halo.interior(self.w)) / self.dz
-        )
-        return self._max(rate.max(initial=0.0))
+        interior = self.halo.interior
+        rate = stencils.convective_rate(
+            interior(self.u), interior(self.v), interior(self.w), self.dx, self.grid.widths_y,
+            self.dz,
+        )  # fmt: skip
+        return self._max(rate)
 
     def cfl_number(self, dt: float) -> float:
         """Convective CFL number ``Δt max(|u|/Δx + |v|/Δy + |w|/Δz)`` (collective)."""
@@ -526,7 +525,7 @@ class IncompressibleSolver(PencilSolver):
     def nonfinite_field(self) -> str | None:
         """``u``, ``v`` or ``w`` if it holds NaN or infinity on this rank, else None."""
         for name in ("u", "v", "w"):
-            if not np.isfinite(self.halo.interior(getattr(self, name))).all():
+            if not stencils.all_finite(self.halo.interior(getattr(self, name))):
                 return name
         return None
 
