@@ -133,6 +133,29 @@ def test_a_factored_periodic_diffusion_solves_every_right_hand_side_exactly():
         FactoredPeriodicDiffusion(coupling, 2)
 
 
+@pytest.mark.parametrize("geometry", sorted(GRIDS))
+def test_convective_rate_equals_the_numpy_formula_on_centred_velocities(geometry):
+    grid = GRIDS[geometry]
+    (u, q, w, _), _ = fields(grid)
+    radii, widths = grid.centres_y, grid.widths_y
+    centred = (
+        0.5 * (u[OWN, OWN, OWN] + u[DOWN, OWN, OWN]),
+        0.5 * (q[OWN, OWN, OWN] + q[OWN, DOWN, OWN]) / radii[None, :, None],
+        0.5 * (w[OWN, OWN, OWN] + w[OWN, OWN, DOWN]),
+    )
+    expected = (
+        np.abs(centred[0]) / DX
+        + np.abs(centred[1]) / widths[None, :, None]
+        + np.abs(centred[2]) / (radii[None, :, None] * DT)
+    ).max()
+    rate = stencils.convective_rate(u, q, w, radii, widths, DX, DT)
+    assert rate == pytest.approx(expected, rel=1e-14)
+    q[3, 0, 4] = np.nan  # a ghost face: its cell's centred value is NaN
+    assert np.isnan(stencils.convective_rate(u, q, w, radii, widths, DX, DT))
+    with pytest.raises(ValueError, match="radii, widths of 6 rows"):
+        stencils.convective_rate(u, q, w, radii[:-1], widths, DX, DT)
+
+
 def test_kernels_fill_given_work_arrays_and_refuse_wrong_ones():
     (u, q, w, _), m = fields(GRIDS["pipe"], seed=5)
     fresh = stencils.advection(u, q, w, m, DX, DT, 0.4)

@@ -397,3 +397,26 @@ def test_a_uniform_stream_past_a_slip_wall_stays_uniform():
     assert np.abs(case.halo.interior(case.w)).max() < 1e-12
     with pytest.raises(ConfigError, match=r"cylinder\.outer_wall"):
         solver(8, geometry='outer_wall = "free"')
+
+
+def test_non_finite_fields_are_named_and_the_cfl_number_is_that_of_the_centred_velocities():
+    case = solver(8, nt=8)
+    rng = np.random.default_rng(5)
+    for array in (case.u, case.q, case.w):
+        array[...] = rng.standard_normal(array.shape)
+    r = case.grid.centres_y[None, :, None]
+    expected = (
+        0.3
+        * (
+            np.abs(case.cell_field("u")) / case.dx
+            + np.abs(case.cell_field("v")) / case.grid.widths_y[None, :, None]
+            + np.abs(case.cell_field("w")) / (r * case.dt_theta)
+        ).max()
+    )
+    assert case.cfl_number(0.3) == pytest.approx(expected, rel=1e-14)
+    assert case.nonfinite_field() is None
+    for name, array in (("v", case.q), ("p", case.p), ("w", case.w)):
+        array[2, 3, 4] = np.nan
+        assert case.nonfinite_field() == name
+        array[2, 3, 4] = 0.0
+    case.free()

@@ -121,6 +121,45 @@ def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor
     _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift))
 
 
+@kernel(error_model="numpy")
+def _convective_rate(
+    u, q, w, inverse_dx, inverse_radius, inverse_width, inverse_arc
+):  # pragma: no cover
+    nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
+    largest = 0.0
+    for i in range(nx):
+        for j in range(ny):
+            for k in range(nz):
+                axial = 0.5 * (u[i + 1, j + 1, k + 1] + u[i, j + 1, k + 1])
+                radial = 0.5 * (q[i + 1, j + 1, k + 1] + q[i + 1, j, k + 1]) * inverse_radius[j]
+                azimuthal = 0.5 * (w[i + 1, j + 1, k + 1] + w[i + 1, j + 1, k])
+                rate = (
+                    abs(axial) * inverse_dx
+                    + abs(radial) * inverse_width[j]
+                    + abs(azimuthal) * inverse_arc[j]
+                )
+                if rate > largest or rate != rate:  # NaN wins, as in np.max
+                    largest = rate
+    return largest
+
+
+def convective_rate(u, q, w, radii: np.ndarray, widths: np.ndarray, dx: float, dt: float):
+    """``max(|u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ))`` over the owned cells, the velocities
+    centred from the faces of the ghosted arrays (halo 1; ``q = r u_r``), in one pass
+    without temporaries; NaN if a value is NaN. ``radii``, ``widths``: of the cells' rows."""
+    ny = u.shape[1] - 2
+    if not u.shape == q.shape == w.shape or radii.shape != (ny,) or widths.shape != (ny,):
+        raise ValueError(
+            f"expected u, q, w of one ghosted shape and radii, widths of {ny} rows, got "
+            f"{u.shape}, {q.shape}, {w.shape}, {radii.shape}, {widths.shape}"
+        )
+    radii = np.asarray(radii, dtype=np.float64)
+    return float(
+        _convective_rate(u, q, w, 1.0 / dx, 1.0 / radii, 1.0 / np.asarray(widths, np.float64),
+                         1.0 / (radii * dt))
+    )  # fmt: skip
+
+
 def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarray:
     """``ω_x`` on the axis from the mean azimuthal velocity of the first ring of cells:
     the circulation around it over the area it encloses, ``2 <u_θ> / r_c``."""

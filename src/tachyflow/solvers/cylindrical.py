@@ -500,13 +500,20 @@ class CylindricalSolver(PencilSolver):
 
     def _convective_rate(self) -> float:
         """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""
-        radii = self.grid.centres_y[None, :, None]
-        rate = (
-            np.abs(self.cell_field("u")) / self.dx
-            + np.abs(self.cell_field("v")) / self.grid.widths_y[None, :, None]
-            + np.abs(self.cell_field("w")) / (radii * self.dt_theta)
-        )
-        return self.decomposition.maximum(float(rate.max(initial=0.0)))
+        rate = stencils.convective_rate(
+            self.u, self.q, self.w, self.grid.centres_y, self.grid.widths_y, self.dx,
+            self.dt_theta,
+        )  # fmt: skip
+        return self.decomposition.maximum(rate)
+
+    def nonfinite_field(self) -> str | None:
+        """``u``, ``v`` (from ``q = r u_r``), ``w`` or ``p`` if it holds NaN or infinity on
+        this rank's owned cells, else None (local; one pass each, no temporaries)."""
+        interior = (slice(1, -1),) * 3
+        for name, values in (("u", self.u), ("v", self.q), ("w", self.w), ("p", self.p)):
+            if not cartesian_stencils.all_finite(values[interior]):
+                return name
+        return None
 
     def cfl_number(self, dt: float) -> float:
         """Convective CFL number of a step of size ``dt`` (collective)."""
