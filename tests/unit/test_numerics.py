@@ -285,6 +285,32 @@ def test_convective_rate_and_finiteness_in_one_pass_equal_numpy_on_strided_views
         all_finite(u[0])
 
 
+def test_energy_and_dot_sums_in_one_pass_equal_the_numpy_sums_bit_for_bit():
+    from tachyflow.numerics.stencils import (
+        centred_energy_sum,
+        shifted,
+        y_weighted_dot,
+        y_weighted_sum,
+    )
+
+    rng = np.random.default_rng(4)
+    u, v, w = (rng.standard_normal((6, 5, 11)) for _ in range(3))  # 9 owned in z
+    weights = rng.uniform(0.5, 1.5, 3)
+    own = (slice(1, -1),) * 3
+    centred = [
+        (f[own] + shifted(f, **{axis: -1})) * 0.5
+        for f, axis in zip((u, v, w), ("di", "dj", "dk"), strict=True)
+    ]
+    squares = centred[0] ** 2 + centred[1] ** 2 + centred[2] ** 2
+    assert centred_energy_sum(u, v, w, weights) == y_weighted_sum(squares, weights)
+    a, b = u[own], v[own]
+    assert y_weighted_dot(a, b, weights) == y_weighted_sum(a * b, weights)
+    with pytest.raises(ValueError, match="weights"):
+        centred_energy_sum(u, v, w, weights[:-1])
+    with pytest.raises(ValueError, match="one shape"):
+        y_weighted_dot(a, b[:-1], weights)
+
+
 def test_periodic_diffusion_solve_matches_dense_solves():
     from tachyflow.numerics.tdma import solve_periodic_diffusion
 

@@ -532,6 +532,80 @@ def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
     return float(_y_weighted_sum(values, np.ascontiguousarray(weights, dtype=np.float64)))
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _centred_energy(u, v, w, i, j, k):  # pragma: no cover
+    # cell_field's centring, (a + b) * 0.5, and its squares' sum, in that order.
+    a = (u[i, j, k] + u[i - 1, j, k]) * 0.5
+    b = (v[i, j, k] + v[i, j - 1, k]) * 0.5
+    c = (w[i, j, k] + w[i, j, k - 1]) * 0.5
+    return a * a + b * b + c * c
+
+
+@kernel(error_model="numpy")
+def _centred_energy_sum(u, v, w, weights):  # pragma: no cover
+    total = 0.0
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            # row_sum's four partial sums over k, of values made on the fly.
+            first = second = third = fourth = 0.0
+            k, stop = 1, u.shape[2] - 1
+            while k + 4 <= stop:
+                first += _centred_energy(u, v, w, i, j, k)
+                second += _centred_energy(u, v, w, i, j, k + 1)
+                third += _centred_energy(u, v, w, i, j, k + 2)
+                fourth += _centred_energy(u, v, w, i, j, k + 3)
+                k += 4
+            while k < stop:
+                first += _centred_energy(u, v, w, i, j, k)
+                k += 1
+            total += weights[j - 1] * ((first + second) + (third + fourth))
+    return total
+
+
+def centred_energy_sum(u, v, w, weights: np.ndarray) -> float:
+    """``Σ (u_c² + v_c² + w_c²) weights[j]`` over the owned cells, the velocities centred
+    from the faces of ghosted arrays (halo 1), in one pass: the same bits as
+    :func:`y_weighted_sum` of the squares of the centred fields."""
+    ny = u.shape[1] - 2
+    if not u.shape == v.shape == w.shape or weights.shape != (ny,):
+        raise ValueError(
+            f"expected ghosted u, v, w of one shape and weights ({ny},), got {u.shape}, "
+            f"{v.shape}, {w.shape}, {weights.shape}"
+        )
+    return float(_centred_energy_sum(u, v, w, np.ascontiguousarray(weights, np.float64)))
+
+
+@kernel(error_model="numpy")
+def _y_weighted_dot(a, b, weights):  # pragma: no cover
+    total = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            first = second = third = fourth = 0.0
+            k, stop = 0, a.shape[2]
+            while k + 4 <= stop:
+                first += a[i, j, k] * b[i, j, k]
+                second += a[i, j, k + 1] * b[i, j, k + 1]
+                third += a[i, j, k + 2] * b[i, j, k + 2]
+                fourth += a[i, j, k + 3] * b[i, j, k + 3]
+                k += 4
+            while k < stop:
+                first += a[i, j, k] * b[i, j, k]
+                k += 1
+            total += weights[j] * ((first + second) + (third + fourth))
+    return total
+
+
+def y_weighted_dot(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> float:
+    """``Σ a[i, j, k] b[i, j, k] weights[j]`` in one pass without the product's array:
+    the same bits as :func:`y_weighted_sum` of ``a * b``."""
+    if a.shape != b.shape or a.ndim != 3 or weights.shape != (a.shape[1],):
+        raise ValueError(
+            f"expected a, b of one shape (nx, ny, nz) and weights (ny,), got {a.shape}, "
+            f"{b.shape}, {weights.shape}"
+        )
+    return float(_y_weighted_dot(a, b, np.ascontiguousarray(weights, np.float64)))
+
+
 @kernel(error_model="numpy")
 def _weighted_rows_total(rows, weights):  # pragma: no cover
     total = 0.0

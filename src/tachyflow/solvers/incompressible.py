@@ -545,19 +545,19 @@ class IncompressibleSolver(PencilSolver):
     def statistics(self) -> dict:
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
         u, v, w = (self.halo.interior(f) for f in (self.u, self.v, self.w))
-        u_c, v_c, w_c = (self.cell_field(name) for name in ("u", "v", "w"))
-        energy = 0.5 * self.volume_average(u_c**2 + v_c**2 + w_c**2)
-        laplacians = [
+        weights = self.grid.volume_weights_y
+        squares = stencils.centred_energy_sum(self.u, self.v, self.w, weights)
+        energy = 0.5 * self._cell_mean(squares)
+        # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries). Each ∇²u
+        # goes into the pressure solve's work array, free between steps.
+        laplacian = self.poisson.work
+        work = 0.0
+        for name, field, owned in (("u", self.u, u), ("v", self.v, v), ("w", self.w, w)):
+            laplacian.fill(0.0)
             stencils.add_viscous(
-                f, self.metrics, self.dx, self.dz, 1.0, np.zeros(u.shape), at_faces=name == "v"
+                field, self.metrics, self.dx, self.dz, 1.0, laplacian, at_faces=name == "v"
             )
-            for name, f in (("u", self.u), ("v", self.v), ("w", self.w))
-        ]
-        # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries).
-        work = sum(
-            self.volume_average(field * lap)
-            for field, lap in zip((u, v, w), laplacians, strict=True)
-        )
+            work += self._cell_mean(stencils.y_weighted_dot(owned, laplacian, weights))
         stats = {
             "step": self.steps,
             "time": self.time,

@@ -308,7 +308,9 @@ class PencilSolver(Solver):
         """Largest |∇·u| over the fluid cells (not those with an immersed body's mass
         source) (collective)."""
         residual = self._continuity_residual(self._divergence())
-        return self.decomposition.maximum(float(np.abs(residual).max(initial=0.0)))
+        # |r|'s largest without an |r| array (NaN stays NaN: it is both extremes).
+        largest = max(residual.max(initial=0.0), -residual.min(initial=0.0))
+        return self.decomposition.maximum(float(largest))
 
     def _force_bodies(self) -> np.ndarray:
         """Impose the bodies on the owned velocity (refreshing the halos); return this
