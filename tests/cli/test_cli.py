@@ -257,6 +257,10 @@ def test_bench_step_end_to_end(tmp_path):
     assert fastest.keys() == document["phases"].keys()
     assert all(0 <= fastest[name] <= document["phases"][name] for name in fastest)
     assert "phases per step (slowest rank / fastest rank):" in result.stdout
+    beyond = document["beyond_step"]  # the iteration's checks and a statistics record
+    assert set(beyond) == {"checks", "statistics"}
+    assert all(len(e["samples"]) == 2 and e["field_reads"] > 0 for e in beyond.values())
+    assert "beyond the step: checks" in result.stdout
     passes = document["model"]["pass_seconds"]
     assert set(passes) == {"read", "write", "copy"} and all(t > 0 for t in passes.values())
     assert entry["field_reads"] == pytest.approx(entry["median"] / passes["read"])

@@ -22,7 +22,9 @@ progress calls, interleaved (:mod:`tachyflow.bench.overlap`: ``overlap`` holds t
 speed-ups), and on a ``p_row × 1`` grid with the pressure solve's z-slabs off
 (:mod:`tachyflow.bench.slabs`: ``slabs``); ``phases`` are over the steps of all. Then
 the step with its fused explicit pass (the default) and with the separate kernels,
-interleaved: ``fused`` holds both and the speed-up of fusing.
+interleaved: ``fused`` holds both and the speed-up of fusing. ``beyond_step``: what a run
+adds to each step, its checks (NaN, the CFL number) every iteration and ``statistics()``
+every ``statistics_every`` steps, interleaved, with each in field reads.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     document["fused"] = fused
     passes = pass_seconds(sources, targets, comm, repeats)
     passes["copy"] = bound["median"] / MINIMUM_PASSES  # the bound is that many copies
+    document["beyond_step"] = beyond_step(solver, dt, comm, repeats, passes["read"])
     document["model"] = {
         "memory_bound": summarize(bound["samples"]),
         "copies_per_step": MINIMUM_PASSES,
@@ -142,6 +145,26 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     solver.free()
     decomposition.free()
     return document
+
+
+def beyond_step(solver, dt: float, comm, repeats: int, read_seconds: float) -> dict:
+    """What a run does besides the step (collective): every iteration's checks (NaN and
+    infinities in the velocity, the CFL number) and a ``statistics_every`` record
+    (``statistics()``), interleaved; each median also in field reads."""
+
+    def checks():
+        solver.nonfinite_field()
+        solver.cfl_number(dt)
+
+    timed = time_interleaved(
+        {"checks": checks, "statistics": solver.statistics}, comm, repeats, 1,
+        description="the iteration beyond the step",
+    )  # fmt: skip
+    result = {}
+    for name, samples in timed.items():
+        result[name] = summarize(samples)
+        result[name]["field_reads"] = result[name]["median"] / read_seconds
+    return result
 
 
 def over_arrays(sources, targets, operation):

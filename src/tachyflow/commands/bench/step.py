@@ -102,6 +102,16 @@ class Step(Benchmark):
                 f"separate kernels {fused['separate kernels']['median'] * 1e3:.1f} ms "
                 f"({fused['speedup']:.2f}x; same run, interleaved)"
             )
+        if "beyond_step" in document:
+            beyond = document["beyond_step"]
+            runtime.make_console().print(
+                "beyond the step: "
+                + ", ".join(
+                    f"{name} {entry['median'] * 1e3:.2f} ms ({entry['field_reads']:.0f} reads)"
+                    for name, entry in beyond.items()
+                )
+                + " (checks every iteration, statistics every statistics_every steps)"
+            )
         if "phases" in document:
             fastest = document["phases_fastest"]
             runtime.make_console().print(
