@@ -103,22 +103,26 @@ class Step(Benchmark):
                 f"({fused['speedup']:.2f}x; same run, interleaved)"
             )
         if "beyond_step" in document:
-            beyond = document["beyond_step"]
-            runtime.make_console().print(
-                "beyond the step: "
-                + ", ".join(
+            _print_list(
+                "beyond the step: ",
+                (
                     f"{name} {entry['median'] * 1e3:.2f} ms ({entry['field_reads']:.0f} reads)"
-                    for name, entry in beyond.items()
-                )
-                + " (checks every iteration, statistics every statistics_every steps)"
+                    for name, entry in document["beyond_step"].items()
+                ),
+                " (checks every iteration, statistics every statistics_every steps)",
             )
         if "phases" in document:
             fastest = document["phases_fastest"]
-            runtime.make_console().print(
-                "phases per step (slowest rank / fastest rank): "
-                + ", ".join(
+            _print_list(
+                "phases per step (slowest rank / fastest rank): ",
+                (
                     f"{k} {v * 1e3:.2f} / {fastest[k] * 1e3:.2f} ms"
                     for k, v in document["phases"].items()
-                )
+                ),
             )
         return code
+
+
+def _print_list(prefix: str, items, suffix: str = "") -> None:
+    """One console line: ``prefix``, the items joined by commas, ``suffix``."""
+    runtime.make_console().print(prefix + ", ".join(items) + suffix)
