@@ -303,6 +303,9 @@ def test_energy_and_dot_sums_in_one_pass_equal_the_numpy_sums_bit_for_bit():
     ]
     squares = centred[0] ** 2 + centred[1] ** 2 + centred[2] ** 2
     assert centred_energy_sum(u, v, w, weights) == y_weighted_sum(squares, weights)
+    radii = rng.uniform(0.1, 1.0, 3)  # a cylindrical grid's q = r u_r, centred then divided
+    squares = centred[0] ** 2 + (centred[1] / radii[None, :, None]) ** 2 + centred[2] ** 2
+    assert centred_energy_sum(u, v, w, weights, radii) == y_weighted_sum(squares, weights)
     a, b = u[own], v[own]
     assert y_weighted_dot(a, b, weights) == y_weighted_sum(a * b, weights)
     with pytest.raises(ValueError, match="weights"):

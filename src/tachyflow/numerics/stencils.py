@@ -533,46 +533,50 @@ def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _centred_energy(u, v, w, i, j, k):  # pragma: no cover
-    # cell_field's centring, (a + b) * 0.5, and its squares' sum, in that order.
+def _centred_energy(u, v, w, radius, i, j, k):  # pragma: no cover
+    # cell_field's centring, (a + b) * 0.5 (v then divided by the row's radius: 1 on a
+    # Cartesian grid, exact), and its squares' sum, in that order.
     a = (u[i, j, k] + u[i - 1, j, k]) * 0.5
-    b = (v[i, j, k] + v[i, j - 1, k]) * 0.5
+    b = (v[i, j, k] + v[i, j - 1, k]) * 0.5 / radius
     c = (w[i, j, k] + w[i, j, k - 1]) * 0.5
     return a * a + b * b + c * c
 
 
 @kernel(error_model="numpy")
-def _centred_energy_sum(u, v, w, weights):  # pragma: no cover
+def _centred_energy_sum(u, v, w, weights, radii):  # pragma: no cover
     total = 0.0
     for i in range(1, u.shape[0] - 1):
         for j in range(1, u.shape[1] - 1):
             # row_sum's four partial sums over k, of values made on the fly.
             first = second = third = fourth = 0.0
-            k, stop = 1, u.shape[2] - 1
+            k, stop, r = 1, u.shape[2] - 1, radii[j - 1]
             while k + 4 <= stop:
-                first += _centred_energy(u, v, w, i, j, k)
-                second += _centred_energy(u, v, w, i, j, k + 1)
-                third += _centred_energy(u, v, w, i, j, k + 2)
-                fourth += _centred_energy(u, v, w, i, j, k + 3)
+                first += _centred_energy(u, v, w, r, i, j, k)
+                second += _centred_energy(u, v, w, r, i, j, k + 1)
+                third += _centred_energy(u, v, w, r, i, j, k + 2)
+                fourth += _centred_energy(u, v, w, r, i, j, k + 3)
                 k += 4
             while k < stop:
-                first += _centred_energy(u, v, w, i, j, k)
+                first += _centred_energy(u, v, w, r, i, j, k)
                 k += 1
             total += weights[j - 1] * ((first + second) + (third + fourth))
     return total
 
 
-def centred_energy_sum(u, v, w, weights: np.ndarray) -> float:
+def centred_energy_sum(u, v, w, weights: np.ndarray, radii: np.ndarray | None = None) -> float:
     """``Σ (u_c² + v_c² + w_c²) weights[j]`` over the owned cells, the velocities centred
-    from the faces of ghosted arrays (halo 1), in one pass: the same bits as
+    from the faces of ghosted arrays (halo 1; with ``radii``, the second one divided by
+    the row's radius: a cylindrical grid's ``q = r u_r``), in one pass: the same bits as
     :func:`y_weighted_sum` of the squares of the centred fields."""
     ny = u.shape[1] - 2
-    if not u.shape == v.shape == w.shape or weights.shape != (ny,):
+    radii = np.ones(ny) if radii is None else np.asarray(radii, dtype=np.float64)
+    if not u.shape == v.shape == w.shape or weights.shape != (ny,) or radii.shape != (ny,):
         raise ValueError(
-            f"expected ghosted u, v, w of one shape and weights ({ny},), got {u.shape}, "
-            f"{v.shape}, {w.shape}, {weights.shape}"
+            f"expected ghosted u, v, w of one shape and weights, radii ({ny},), got "
+            f"{u.shape}, {v.shape}, {w.shape}, {weights.shape}, {radii.shape}"
         )
-    return float(_centred_energy_sum(u, v, w, np.ascontiguousarray(weights, np.float64)))
+    weights = np.ascontiguousarray(weights, np.float64)
+    return float(_centred_energy_sum(u, v, w, weights, np.ascontiguousarray(radii)))
 
 
 @kernel(error_model="numpy")

@@ -622,12 +622,14 @@ class CylindricalSolver(PencilSolver):
 
     def statistics(self) -> dict:
         """Kinetic energy, bulk velocity, wall shear, torques, divergence (collective)."""
-        speed2 = sum(self.cell_field(name) ** 2 for name in ("u", "v", "w"))
+        squares = cartesian_stencils.centred_energy_sum(
+            self.u, self.q, self.w, self.grid.volume_weights_y, self.grid.centres_y
+        )
         shear, inner_torque, outer_torque = self._wall_stresses()
         return {
             "step": self.steps,
             "time": self.time,
-            "kinetic_energy": 0.5 * self.volume_average(speed2),
+            "kinetic_energy": 0.5 * self._cell_mean(squares),
             "bulk_velocity": self.bulk_velocity(),
             "wall_shear": shear,
             "inner_torque": inner_torque,
