@@ -73,21 +73,33 @@ _NO_SHIFT = np.empty(0)
 
 
 @numba.njit(error_model="numpy", inline="always")
-def row_sum(row, start, stop):  # pragma: no cover
-    """``Σ row[start:stop]`` in four interleaved partial sums (independent chains of adds:
-    one running sum waits on every add), combined in a fixed order."""
+def chained_sum(term, data, start, stop):  # pragma: no cover
+    """``Σ term(data, k)`` for ``k`` in ``[start, stop)`` in four interleaved partial sums
+    (independent chains of adds: one running sum waits on every add), combined in a fixed
+    order. ``term`` is a compiled function of ``(data, k)``."""
     first = second = third = fourth = 0.0
     k = start
     while k + 4 <= stop:
-        first += row[k]
-        second += row[k + 1]
-        third += row[k + 2]
-        fourth += row[k + 3]
+        first += term(data, k)
+        second += term(data, k + 1)
+        third += term(data, k + 2)
+        fourth += term(data, k + 3)
         k += 4
     while k < stop:
-        first += row[k]
+        first += term(data, k)
         k += 1
     return (first + second) + (third + fourth)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _value(row, k):  # pragma: no cover
+    return row[k]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def row_sum(row, start, stop):  # pragma: no cover
+    """``Σ row[start:stop]`` in :func:`chained_sum`'s order."""
+    return chained_sum(_value, row, start, stop)
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -481,26 +493,18 @@ def convective_rate(u, v, w, dx: float, widths: np.ndarray, dz: float) -> float:
     return float(_convective_rate(u, v, w, 1.0 / dx, inverse_widths, 1.0 / dz))
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _self_difference(row, k):  # pragma: no cover
+    return row[k] - row[k]  # 0 for a finite value, NaN for NaN and infinities
+
+
 @kernel(error_model="numpy")
 def _all_finite(values):  # pragma: no cover
     nx, ny, nz = values.shape
     for i in range(nx):
         for j in range(ny):
-            # x - x is 0 for a finite x, NaN for NaN and infinities: no branch per value,
-            # and four independent sums (one running sum waits on every add).
-            row = values[i, j]
-            first = second = third = fourth = 0.0
-            k = 0
-            while k + 4 <= nz:
-                first += row[k] - row[k]
-                second += row[k + 1] - row[k + 1]
-                third += row[k + 2] - row[k + 2]
-                fourth += row[k + 3] - row[k + 3]
-                k += 4
-            while k < nz:
-                first += row[k] - row[k]
-                k += 1
-            if (first + second) + (third + fourth) != 0.0:
+            # Summed, not tested one by one: no branch per value.
+            if chained_sum(_self_difference, values[i, j], 0, nz) != 0.0:
                 return False
     return True
 
@@ -533,9 +537,10 @@ def y_weighted_sum(values: np.ndarray, weights: np.ndarray) -> float:
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _centred_energy(u, v, w, radius, i, j, k):  # pragma: no cover
+def _centred_energy(row, k):  # pragma: no cover
     # cell_field's centring, (a + b) * 0.5 (v then divided by the row's radius: 1 on a
     # Cartesian grid, exact), and its squares' sum, in that order.
+    u, v, w, radius, i, j = row
     a = (u[i, j, k] + u[i - 1, j, k]) * 0.5
     b = (v[i, j, k] + v[i, j - 1, k]) * 0.5 / radius
     c = (w[i, j, k] + w[i, j, k - 1]) * 0.5
@@ -547,19 +552,8 @@ def _centred_energy_sum(u, v, w, weights, radii):  # pragma: no cover
     total = 0.0
     for i in range(1, u.shape[0] - 1):
         for j in range(1, u.shape[1] - 1):
-            # row_sum's four partial sums over k, of values made on the fly.
-            first = second = third = fourth = 0.0
-            k, stop, r = 1, u.shape[2] - 1, radii[j - 1]
-            while k + 4 <= stop:
-                first += _centred_energy(u, v, w, r, i, j, k)
-                second += _centred_energy(u, v, w, r, i, j, k + 1)
-                third += _centred_energy(u, v, w, r, i, j, k + 2)
-                fourth += _centred_energy(u, v, w, r, i, j, k + 3)
-                k += 4
-            while k < stop:
-                first += _centred_energy(u, v, w, r, i, j, k)
-                k += 1
-            total += weights[j - 1] * ((first + second) + (third + fourth))
+            row = (u, v, w, radii[j - 1], i, j)
+            total += weights[j - 1] * chained_sum(_centred_energy, row, 1, u.shape[2] - 1)
     return total
 
 
@@ -579,23 +573,17 @@ def centred_energy_sum(u, v, w, weights: np.ndarray, radii: np.ndarray | None = 
     return float(_centred_energy_sum(u, v, w, weights, np.ascontiguousarray(radii)))
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _product(rows, k):  # pragma: no cover
+    return rows[0][k] * rows[1][k]
+
+
 @kernel(error_model="numpy")
 def _y_weighted_dot(a, b, weights):  # pragma: no cover
     total = 0.0
     for i in range(a.shape[0]):
         for j in range(a.shape[1]):
-            first = second = third = fourth = 0.0
-            k, stop = 0, a.shape[2]
-            while k + 4 <= stop:
-                first += a[i, j, k] * b[i, j, k]
-                second += a[i, j, k + 1] * b[i, j, k + 1]
-                third += a[i, j, k + 2] * b[i, j, k + 2]
-                fourth += a[i, j, k + 3] * b[i, j, k + 3]
-                k += 4
-            while k < stop:
-                first += a[i, j, k] * b[i, j, k]
-                k += 1
-            total += weights[j] * ((first + second) + (third + fourth))
+            total += weights[j] * chained_sum(_product, (a[i, j], b[i, j]), 0, a.shape[2])
     return total
 
 
