@@ -27,3 +27,26 @@ def test_radial_scales_of_the_wrong_length_are_refused():
     ghosted = np.zeros((4, 5, 6))
     with pytest.raises(ValueError, match=r"radial_scale must have shape \(3,\)"):
         stencils.centred_speed(ghosted, ghosted, ghosted, np.empty((2, 3, 4)), np.ones(5))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_centred_component_is_the_mean_of_its_two_faces(dtype):
+    field = np.random.default_rng(3).random((5, 6, 7))
+    radii = np.linspace(0.5, 1.5, 4)
+    owned = (slice(1, -1),) * 3
+    for axis in range(3):
+        below = [slice(1, -1)] * 3
+        below[axis] = slice(0, -2)
+        for divisors in (None, radii):
+            expected = 0.5 * (field[owned] + field[tuple(below)])
+            if divisors is not None:
+                expected = expected / divisors[None, :, None]
+            out = stencils.centred_component(field, axis, np.empty((3, 4, 5), dtype), divisors)
+            np.testing.assert_allclose(out, expected, rtol=1e-15 if dtype is np.float64 else 1e-7)
+
+
+def test_a_centred_component_refuses_a_wrong_axis_or_shape():
+    with pytest.raises(ValueError, match="axis must be 0, 1 or 2"):
+        stencils.centred_component(np.zeros((4, 5, 6)), 3, np.empty((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"ghosted field of shape \(4, 5, 6\)"):
+        stencils.centred_component(np.zeros((4, 5, 7)), 0, np.empty((2, 3, 4)))

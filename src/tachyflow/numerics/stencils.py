@@ -463,6 +463,37 @@ def centred_speed(u, v, w, out: np.ndarray, radial_scale: np.ndarray | None = No
     return out
 
 
+@kernel(error_model="numpy", parallel=True)
+def _centred_component(field, di, dj, dk, divisors, out):  # pragma: no cover
+    nx, ny, nz = out.shape
+    for i in prange(nx):
+        for j in range(ny):
+            divisor = divisors[j]
+            for k in range(nz):
+                face = field[i + 1, j + 1, k + 1]
+                out[i, j, k] = 0.5 * (face + field[i + 1 + di, j + 1 + dj, k + 1 + dk]) / divisor
+
+
+def centred_component(field, axis: int, out: np.ndarray, divisors: np.ndarray | None = None):
+    """A velocity component at the owned cell centres of a ghosted face array (halo 1):
+    the mean of each cell's two faces normal to ``axis`` (its own and the one below),
+    divided by ``divisors[j]`` when given (a cylindrical grid's ``q = r u_r``: the radii),
+    in one pass. ``out``: shape of the owned cells, any float type; returned."""
+    if axis not in (0, 1, 2):
+        raise ValueError(f"axis must be 0, 1 or 2, got {axis!r}")
+    ny = out.shape[1]
+    divisors = np.ones(ny) if divisors is None else np.asarray(divisors, dtype=np.float64)
+    if field.shape != tuple(n + 2 for n in out.shape) or divisors.shape != (ny,):
+        raise ValueError(
+            f"expected a ghosted field of shape {tuple(n + 2 for n in out.shape)} and divisors "
+            f"({ny},), got {field.shape} and {divisors.shape}"
+        )
+    shift = [0, 0, 0]
+    shift[axis] = -1
+    _centred_component(field, *shift, divisors, out)
+    return out
+
+
 @kernel(error_model="numpy")
 def _convective_rate(u, v, w, inverse_dx, inverse_widths, inverse_dz):  # pragma: no cover
     nx, ny, nz = u.shape

@@ -559,20 +559,14 @@ class CylindricalSolver(PencilSolver):
         cell centres, without ghosts."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
-        interior = (slice(1, -1),) * 3
-        if name == "p":
-            values = self.p[interior]
-        elif name == "u":
-            values = 0.5 * (self.u[interior] + self.u[:-2, 1:-1, 1:-1])
-        elif name == "v":
-            radii = self.grid.centres_y[None, :, None]
-            values = 0.5 * (self.q[interior] + self.q[1:-1, :-2, 1:-1]) / radii
-        else:
-            values = 0.5 * (self.w[interior] + self.w[1:-1, 1:-1, :-2])
         if out is None:
-            return np.array(values)
-        out[...] = values
-        return out
+            out = np.empty(tuple(n - 2 for n in self.p.shape))
+        if name == "p":
+            out[...] = self.p[1:-1, 1:-1, 1:-1]
+            return out
+        if name == "v":  # q = r u_r
+            return cartesian_stencils.centred_component(self.q, 1, out, self.grid.centres_y)
+        return cartesian_stencils.centred_component(getattr(self, name), "uvw".index(name), out)
 
     def cell_speed(self, out: np.ndarray) -> np.ndarray:
         """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass)."""
