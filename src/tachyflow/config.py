@@ -458,6 +458,9 @@ class InsituSection:
     # With ranks pinned to cores (--pin-cores) and cores left: SST's threads (they send
     # each step to the readers) on those, or on the rank's own core.
     transit_threads: str = "spare-cores"
+    # (steps on, steps off): the pipelines are due only in the first `on` steps of every
+    # `on + off`, and the run measures what they cost against the quiet steps (0, 0: always).
+    duty_cycle: tuple[int, int] = (0, 0)
     pipeline: tuple[PipelineSection, ...] = ()
 
 
@@ -960,6 +963,9 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
             f"one of {tuple(TRANSIT_PRECISIONS)}", insitu.transit_precision)  # fmt: skip
     require(insitu.transit_threads in TRANSIT_THREADS, "insitu.transit_threads",
             f"one of {TRANSIT_THREADS}", insitu.transit_threads)  # fmt: skip
+    on, off = insitu.duty_cycle
+    require(on >= 0 and off >= 0 and (on > 0) == (off > 0), "insitu.duty_cycle",
+            "[steps on, steps off], both > 0 (or both 0: always)", insitu.duty_cycle)  # fmt: skip
     names = [pipeline.name for pipeline in insitu.pipeline]
     require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
             names)  # fmt: skip

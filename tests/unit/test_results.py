@@ -154,5 +154,7 @@ def test_in_transit_cases_carry_the_streams_precision():
         case = config.parse(case_text(16, 10, 5, "transit", "Discard", precision), "x.toml")
         assert case.insitu.transit_precision == precision
     assert config.parse(case_text(16, 10, 5, None, None), "x.toml").insitu.pipeline == ()
+    windows = case_text(16, 10, 5, "transit", "Discard", duty_cycle=(20, 30))
+    assert config.parse(windows, "x.toml").insitu.duty_cycle == (20, 30)
     with pytest.raises(ValueError, match="precision must be one of"):
         run_insitu_benchmark(1, 16, 10, 5, 1, precision="half")

@@ -23,7 +23,11 @@ ratio of the two set-ups' medians is kept beside it (``overhead_of_medians``). I
 ``writer_share`` is measured within each run: the writer's median cost per output after
 the first (making the fields, SST's copy, the end of the step) over the run's time per
 iteration; ``writer_first_output`` is the first output's (a reader attaching, buffers
-touched for the first time), paid once per run.
+touched for the first time), paid once per run. With ``--duty-cycle ON OFF`` the set-ups
+visualise only in windows (:mod:`tachyflow.insitu.duty_cycle`), and each run measures what
+its outputs cost, readers' interference included, against its own quiet steps a few
+seconds away: ``overhead_within_run`` (median over all measured windows, with quartiles)
+is that cost at an output every ``--every`` steps, resolved where the paired runs are not.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 
 from tachyflow.bench.results import new_results
 from tachyflow.config import TRANSIT_PRECISIONS
+from tachyflow.insitu.duty_cycle import overhead_at_cadence
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
@@ -61,9 +66,11 @@ VARIANTS = {
 
 
 def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
-              precision: str = "double", threads: str = "spare-cores") -> str:  # fmt: skip
+              precision: str = "double", threads: str = "spare-cores",
+              duty_cycle: tuple[int, int] = (0, 0)) -> str:  # fmt: skip
     """A Taylor–Green case with an isosurface and a slice every ``every`` steps (in transit:
-    the stream's values in ``precision``, SST's threads placed by ``threads``)."""
+    the stream's values in ``precision``, SST's threads placed by ``threads``; both only
+    in the windows of ``duty_cycle`` when it is not (0, 0))."""
     text = f"""
 [case]
 name = "insitu-bench"
@@ -90,6 +97,7 @@ reserve_queue_limit = 1
 queue_full_policy = "{policy or "Discard"}"
 transit_precision = "{precision}"
 transit_threads = "{threads}"
+duty_cycle = [{duty_cycle[0]}, {duty_cycle[1]}]
 """
     for name, body in (
         ("speed", 'kind = "isosurface"\nfield = "speed"\nvalue = 0.5\ncolour_by = "p"'),
@@ -113,8 +121,8 @@ def split_cores(ranks: int, cores: list[int]) -> tuple[list[int], list[int]]:
 
 
 def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
-                delay: float, timeout: float, pin: bool = False,
-                precision: str = "double") -> dict:  # fmt: skip
+                delay: float, timeout: float, pin: bool = False, precision: str = "double",
+                duty_cycle: tuple[int, int] = (0, 0)) -> dict:  # fmt: skip
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
@@ -123,7 +131,7 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     if run_dir.exists():
         shutil.rmtree(run_dir)
     case = folder / "case.toml"
-    case.write_text(case_text(grid, steps, every, mode, policy, precision, threads))
+    case.write_text(case_text(grid, steps, every, mode, policy, precision, threads, duty_cycle))
     environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     environment.pop(PIN_VARIABLE, None)  # the run is pinned by its option, readers here
     _, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
@@ -179,6 +187,8 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
         output = visual["transit_output"]
         entry["writer_steady"] = output["steady"] * output["count"] / count
         entry["writer_first"] = output["first"]
+    if "duty_cycle" in visual:
+        entry["within_run"] = overhead_at_cadence(visual["duty_cycle"], every)
     if "step_bytes" in visual:
         entry["step_bytes"] = visual["step_bytes"]
         entry["staging_bytes"] = visual["staging_bytes"] + visual["step_bytes"]
@@ -196,10 +206,12 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
 def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every: int = 5,
                          repeats: int = 3, delay: float = 0.5, variants=None,
                          timeout: float = 600.0, progress=None,
-                         pin: bool = False, precision: str = "double") -> dict:  # fmt: skip
+                         pin: bool = False, precision: str = "double",
+                         duty_cycle: tuple[int, int] = (0, 0)) -> dict:  # fmt: skip
     """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module).
     With ``pin``, ranks and readers on cores of their own where there are enough (the
-    cores are recorded in ``params["cores"]``); ``precision``: of the stream's values."""
+    cores are recorded in ``params["cores"]``); ``precision``: of the stream's values;
+    ``duty_cycle``: (steps on, steps off) of the visualisation, measured within each run."""
     names = list(VARIANTS) if variants is None else list(variants)
     unknown = [name for name in names if name not in VARIANTS]
     if unknown:
@@ -211,7 +223,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         raise ValueError(f"precision must be one of {choices}, got {precision!r}")
     params = {"ranks": ranks, "grid": grid, "steps": steps, "every": every,
               "repeats": repeats, "delay": delay, "variants": names,
-              "transit_precision": precision}  # fmt: skip
+              "transit_precision": precision, "duty_cycle": list(duty_cycle)}  # fmt: skip
     if pin:
         rank_cores, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
         params["cores"] = {"ranks": rank_cores, "readers": reader_cores or "shared with ranks"}
@@ -226,7 +238,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                     progress(f"round {repeat + 1}/{repeats}: {name}")
                 started = clock.perf_counter()
                 entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
-                                    timeout, pin, precision)  # fmt: skip
+                                    timeout, pin, precision, duty_cycle)  # fmt: skip
                 entry["wall"] = clock.perf_counter() - started
                 samples[name].append(entry)
     document["mpi"] = samples["none"][0]["mpi"]
@@ -254,6 +266,14 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                 np.median([s["writer_steady"] / s["iteration"] for s in runs])
             )
             result["writer_first_output"] = float(np.median([s["writer_first"] for s in runs]))
+        if "within_run" in runs[0]:
+            # Every measured cycle of every run: windows a few seconds apart in one process.
+            cycles = [value for s in runs for value in s["within_run"]]
+            result["overhead_within_run"] = float(np.median(cycles))
+            result["overhead_within_run_quartiles"] = [
+                float(q) for q in np.percentile(cycles, [25, 75])
+            ]
+            result["cycles_measured"] = len(cycles)
         if "step_bytes" in runs[0]:
             result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]
         if "readers" in runs[0]:

@@ -10,10 +10,12 @@ cell-centred fields with one ghost layer (one halo exchange per field), then
   (:class:`~tachyflow.insitu.transit.TransitWriter`); ``tachyflow transit-render`` draws
   them in other processes, which may come and go;
 
-and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures
-for ``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
+and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures for
+``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
 times a second. The time spent is kept per phase (``timings``): prepare (cell-centred
-fields), extract, gather, render, transfer (to the stream), publish.
+fields), extract, gather, render, transfer (to the stream), publish. With ``duty_cycle =
+[on, off]`` the pipelines run only in windows of ``on`` steps, and the run measures what
+they cost against the quiet steps between (:mod:`~tachyflow.insitu.duty_cycle`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.config import InsituSection
+from tachyflow.insitu.duty_cycle import DutyCycle
 from tachyflow.insitu.pipelines import Pipeline
 
 #: Least wall time between two monitor updates (the viewer polls twice a second).
@@ -70,6 +73,7 @@ class VisualisationAdaptor:
         self._monitor = None
         self._published = -np.inf
         self._new_images: dict[str, Path] = {}
+        self._duty_cycle = DutyCycle(*section.duty_cycle) if any(section.duty_cycle) else None
         if any(p.section.mode == "transit" for p in self.pipelines):
             from tachyflow.insitu.transit import TransitWriter
 
@@ -119,9 +123,16 @@ class VisualisationAdaptor:
         ``metrics`` holds what the viewer shows: step, time, dt, time_per_step, cfl and,
         when the step computed statistics, kinetic_energy.
         """
+        now = clock.perf_counter()
         solver = self.solver
         step, time = solver.steps, solver.time
-        due = [p for p in self.pipelines if p.cadence.due(step, time)]
+        cycle = self._duty_cycle
+        if cycle is not None and not cycle.active(step):
+            due = []
+        else:
+            due = [p for p in self.pipelines if p.cadence.due(step, time)]
+        if cycle is not None:
+            cycle.iteration_ended(step, now, len(due))
         in_situ = [p for p in due if p.section.mode == "insitu"]
         transit = [p for p in due if p.section.mode == "transit"]
         if in_situ:
@@ -170,8 +181,8 @@ class VisualisationAdaptor:
     def summary(self) -> dict:
         """Seconds per phase (slowest rank), and for in transit the writer's staging
         memory beside the step's data and the seconds of its first output (a reader
-        attaching, buffers first touched) and the median of the others (``transit_output``)
-        (collective)."""
+        attaching, buffers first touched) and the median of the others (``transit_output``);
+        with a duty cycle, its measurement (``duty_cycle``, rank 0's clock) (collective)."""
         maximum = self.decomposition.maximum
         summary = {phase: maximum(seconds) for phase, seconds in self.timings.items()}
         outputs = self._transit_outputs
@@ -181,6 +192,8 @@ class VisualisationAdaptor:
                 "steady": maximum(float(np.median(outputs[1:] or outputs))),
                 "count": len(outputs),
             }
+        if self._duty_cycle is not None:
+            summary["duty_cycle"] = self._duty_cycle.summary()
         if self._transit_bytes is not None:
             staging, data = self._transit_bytes
             summary["staging_bytes"] = maximum(staging)

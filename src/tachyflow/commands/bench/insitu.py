@@ -51,6 +51,13 @@ class Insitu(Benchmark):
             help="precision of the values streamed in transit (the case's "
             "[insitu] transit_precision; default double)",
         )
+        parser.add_argument(
+            "--duty-cycle", nargs=2, type=options.positive_int, default=(0, 0),
+            metavar=("ON", "OFF"),
+            help="visualise only in windows of ON steps every ON+OFF, and measure the "
+            "overhead within each run, window against quiet steps (free of the drift "
+            "between runs)",
+        )  # fmt: skip
         parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
                             help="set-ups to run (default: all)")  # fmt: skip
         parser.add_argument(
@@ -72,7 +79,7 @@ class Insitu(Benchmark):
         document = insitu.run_insitu_benchmark(
             args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
             args.variants, progress=console.print, pin=args.pin_processes,
-            precision=args.transit_precision,
+            precision=args.transit_precision, duty_cycle=tuple(args.duty_cycle),
         )  # fmt: skip
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")
@@ -94,6 +101,14 @@ class Insitu(Benchmark):
             "visualisation [quartiles]"
         )
         for entry in document["results"]:
+            if "overhead_within_run" in entry:
+                low, high = entry["overhead_within_run_quartiles"]
+                console.print(
+                    f"{entry['name']}: {entry['overhead_within_run']:+.1%} [{low:+.1%}, "
+                    f"{high:+.1%}] per iteration at an output every {args.every} steps, "
+                    f"measured within the runs ({entry['cycles_measured']} windows against "
+                    "the quiet steps after them)"
+                )
             if "writer_share" in entry:
                 console.print(
                     f"{entry['name']}: the writer takes {entry['writer_share']:.1%} of an "

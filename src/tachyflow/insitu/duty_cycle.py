@@ -1,0 +1,119 @@
+"""``[insitu] duty_cycle = [on, off]``: visualisation in windows, its cost measured within
+the run.
+
+The pipelines are due only in the first ``on`` steps of every ``on + off``. Each iteration
+is timed from one call of the adaptor to the next (so a step's visualisation counts with
+the iteration after it), and each cycle's iterations fall in two parts: *active* (the
+window and the first half of the quiet steps after it, where readers finish drawing the
+window's last steps and caches refill) and *quiet* (the second half). What the outputs
+cost, readers' interference and all, is then the active part's time beyond as many quiet
+iterations, per output: a comparison a few seconds apart within one process, which this
+machine's drift between runs (10-20 %) does not blur as it does a comparison of runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CycleTimes:
+    """One cycle's seconds and iteration counts (rank 0's clock)."""
+
+    active_seconds: float = 0.0
+    active_iterations: int = 0
+    outputs: int = 0
+    quiet_seconds: float = 0.0
+    quiet_iterations: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.outputs > 0 and self.quiet_iterations > 0
+
+    @property
+    def quiet_iteration(self) -> float:
+        """Mean seconds of a quiet iteration."""
+        return self.quiet_seconds / self.quiet_iterations
+
+    @property
+    def output_cost(self) -> float:
+        """Seconds the active part took beyond as many quiet iterations, per output."""
+        extra = self.active_seconds - self.active_iterations * self.quiet_iteration
+        return extra / self.outputs
+
+
+@dataclass
+class DutyCycle:
+    """Which steps the pipelines may run at, and the cycles' times (local to a rank).
+
+    Parameters
+    ----------
+    on, off : int
+        Steps with pipelines and steps without, both positive.
+    """
+
+    on: int
+    off: int
+    cycles: list[CycleTimes] = field(default_factory=list)
+    _last: tuple[int, float] | None = None
+
+    def __post_init__(self):
+        for name, value in (("on", self.on), ("off", self.off)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"duty cycle {name} must be a step count, got {value!r}")
+            if value < 1:
+                raise ValueError(f"duty cycle {name} must be a positive step count, got {value}")
+
+    def _position(self, step: int) -> tuple[int, int]:
+        return divmod(step - 1, self.on + self.off)
+
+    def active(self, step: int) -> bool:
+        """Whether pipelines may run after ``step`` (1-based)."""
+        return self._position(step)[1] < self.on
+
+    def iteration_ended(self, step: int, now: float, outputs: int = 0) -> None:
+        """The adaptor's call after ``step`` began at ``now`` (seconds); ``outputs``:
+        pipelines' outputs it will make. Closes the iteration that began with the last
+        call, in that call's part of its cycle."""
+        if self._last is not None:
+            previous, started = self._last
+            self._add(previous, now - started)
+        self._last = (step, now)
+        if outputs:
+            self._cycle(step).outputs += 1
+
+    def _cycle(self, step: int) -> CycleTimes:
+        index = self._position(step)[0]
+        while len(self.cycles) <= index:
+            self.cycles.append(CycleTimes())
+        return self.cycles[index]
+
+    def _add(self, step: int, seconds: float) -> None:
+        cycle = self._cycle(step)
+        if self._position(step)[1] < self.on + self.off // 2:
+            cycle.active_seconds += seconds
+            cycle.active_iterations += 1
+        else:
+            cycle.quiet_seconds += seconds
+            cycle.quiet_iterations += 1
+
+    def summary(self) -> dict:
+        """The windows, and per complete cycle after the first (which holds the first
+        output: readers attaching, buffers first touched) the seconds per output and of a
+        quiet iteration."""
+        measured = [cycle for cycle in self.cycles[1:] if cycle.complete]
+        return {
+            "on": self.on,
+            "off": self.off,
+            "output_cost": [cycle.output_cost for cycle in measured],
+            "quiet_iteration": [cycle.quiet_iteration for cycle in measured],
+        }
+
+
+def overhead_at_cadence(summary: dict, every: int) -> list[float]:
+    """Per measured cycle, what outputs every ``every`` steps add to an iteration, as a
+    fraction of a quiet one."""
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every!r}")
+    pairs = zip(summary["output_cost"], summary["quiet_iteration"], strict=True)
+    return [float(cost / (every * quiet)) for cost, quiet in pairs]

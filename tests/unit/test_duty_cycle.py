@@ -1,0 +1,100 @@
+"""Visualisation in windows: which steps are active, and the cost measured within a run."""
+
+import pytest
+
+from tachyflow import config
+from tachyflow.errors import ConfigError
+from tachyflow.insitu.duty_cycle import DutyCycle, overhead_at_cadence
+
+
+def test_pipelines_are_due_only_in_the_first_steps_of_each_cycle():
+    cycle = DutyCycle(3, 2)
+    assert [step for step in range(1, 13) if cycle.active(step)] == [1, 2, 3, 6, 7, 8, 11, 12]
+
+
+def feed(cycle: DutyCycle, steps: int, every: int, quiet: float, cost: float) -> None:
+    """Iterations of ``quiet`` seconds; an output every ``every`` steps in the windows
+    costs ``cost`` more, in the iteration after it."""
+    now = 0.0
+    for step in range(1, steps + 1):
+        outputs = int(cycle.active(step) and step % every == 0)
+        cycle.iteration_ended(step, now, outputs)
+        now += quiet + cost * outputs
+
+
+def test_the_cost_of_outputs_is_found_against_the_quiet_steps():
+    cycle = DutyCycle(8, 8)
+    feed(cycle, 16 * 5, every=2, quiet=0.04, cost=0.01)
+    summary = cycle.summary()
+    # Five cycles, the first left out (it holds the first output).
+    assert len(summary["output_cost"]) == 4
+    assert summary["output_cost"] == pytest.approx([0.01] * 4)
+    assert summary["quiet_iteration"] == pytest.approx([0.04] * 4)
+    # An output every 2 steps at 10 ms each on 40 ms iterations: +12.5 % per iteration.
+    assert overhead_at_cadence(summary, 2) == pytest.approx([0.125] * 4)
+
+
+def test_what_spills_past_the_window_counts_with_it():
+    cycle = DutyCycle(4, 8)
+    now = 0.0
+    for step in range(1, 12 * 4 + 2):
+        position = (step - 1) % 12
+        outputs = int(position < 4)
+        cycle.iteration_ended(step, now, outputs)
+        # Each output costs 10 ms at once and slows the two steps after the window by 5 ms
+        # (a reader still drawing): 10 + 2 * 5 / 4 = 12.5 ms per output.
+        now += 0.04 + 0.01 * outputs + (0.005 if position in (4, 5) else 0.0)
+    assert cycle.summary()["output_cost"] == pytest.approx([0.0125] * 3)
+
+
+def test_bad_windows_are_refused():
+    for on, off in ((0, 4), (4, 0), (-1, 2)):
+        with pytest.raises(ValueError, match="positive step count"):
+            DutyCycle(on, off)
+    with pytest.raises(TypeError, match="step count"):
+        DutyCycle(2.5, 2)
+    case = config.load("taylor-green")
+    for windows in ((0, 5), (5, 0), (-2, -2)):
+        with pytest.raises(ConfigError, match=r"insitu\.duty_cycle"):
+            case.replace("insitu", duty_cycle=windows)
+    assert case.replace("insitu", duty_cycle=(40, 40)).insitu.duty_cycle == (40, 40)
+
+
+def test_a_run_visualises_in_windows_and_reports_their_cost(tmp_path):
+    import numpy as np
+    from mpi4py import MPI
+
+    from tachyflow.simulation import Simulation
+
+    case = config.parse(
+        """
+[grid]
+cells = [8, 8, 8]
+[flow]
+initial = "taylor-green"
+[time]
+steps = 13
+dt = 0.05
+[insitu]
+duty_cycle = [2, 2]
+[[insitu.pipeline]]
+name = "probes"
+kind = "probes"
+field = "u"
+points = [[1.0, 2.0, 3.0]]
+every = 1
+""",
+        "windows.toml",
+    )
+    simulation = Simulation(case, tmp_path, MPI.COMM_SELF, planning="estimate")
+    try:
+        summary = simulation.run()
+    finally:
+        simulation.free()
+    probes = np.loadtxt(tmp_path / "images" / "probes_probes.csv", delimiter=",", ndmin=2)
+    assert probes[:, 0].tolist() == [1, 2, 5, 6, 9, 10, 13]
+    windows = summary["visualisation"]["duty_cycle"]
+    assert (windows["on"], windows["off"]) == (2, 2)
+    # Cycles of steps 5-8 and 9-12 (the first holds the first output).
+    assert len(windows["output_cost"]) == len(windows["quiet_iteration"]) == 2
+    assert all(seconds > 0 for seconds in windows["quiet_iteration"])
