@@ -98,3 +98,18 @@ every = 1
     # Cycles of steps 5-8 and 9-12 (the first holds the first output).
     assert len(windows["output_cost"]) == len(windows["quiet_iteration"]) == 2
     assert all(seconds > 0 for seconds in windows["quiet_iteration"])
+
+
+def test_a_steady_drift_cancels():
+    cycle = DutyCycle(4, 4)
+    now = 0.0
+    for step in range(1, 8 * 6 + 2):
+        outputs = int(cycle.active(step) and step % 2 == 0)
+        cycle.iteration_ended(step, now, outputs)
+        # Iterations slow down by 1 % a step; an output costs 10 ms.
+        now += 0.04 * (1.0 + 0.01 * step) + 0.01 * outputs
+    costs = cycle.summary()["output_cost"]
+    assert len(costs) == 5
+    # The active part sits between the quiet parts: what is left of the drift is its
+    # curvature, none here.
+    assert costs == pytest.approx([0.01] * 5, rel=1e-9)

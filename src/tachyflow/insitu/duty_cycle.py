@@ -7,13 +7,15 @@ the iteration after it), and each cycle's iterations fall in two parts: *active*
 window and the first half of the quiet steps after it, where readers finish drawing the
 window's last steps and caches refill) and *quiet* (the second half). What the outputs
 cost, readers' interference and all, is then the active part's time beyond as many quiet
-iterations, per output: a comparison a few seconds apart within one process, which this
-machine's drift between runs (10-20 %) does not blur as it does a comparison of runs.
+iterations (those before and after it), per output: a comparison a few seconds apart within
+one process, which this machine's drift between runs (10-20 %) does not blur as it does a
+comparison of runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 
 @dataclass
@@ -29,17 +31,6 @@ class CycleTimes:
     @property
     def complete(self) -> bool:
         return self.outputs > 0 and self.quiet_iterations > 0
-
-    @property
-    def quiet_iteration(self) -> float:
-        """Mean seconds of a quiet iteration."""
-        return self.quiet_seconds / self.quiet_iterations
-
-    @property
-    def output_cost(self) -> float:
-        """Seconds the active part took beyond as many quiet iterations, per output."""
-        extra = self.active_seconds - self.active_iterations * self.quiet_iteration
-        return extra / self.outputs
 
 
 @dataclass
@@ -100,13 +91,23 @@ class DutyCycle:
     def summary(self) -> dict:
         """The windows, and per complete cycle after the first (which holds the first
         output: readers attaching, buffers first touched) the seconds per output and of a
-        quiet iteration."""
-        measured = [cycle for cycle in self.cycles[1:] if cycle.complete]
+        quiet iteration, the quiet steps before and after its window taken together (a
+        drift across the cycle cancels)."""
+        output_cost, quiet_iteration = [], []
+        for before, cycle in pairwise(self.cycles):
+            if not (cycle.complete and before.quiet_iterations):
+                continue
+            quiet = (before.quiet_seconds + cycle.quiet_seconds) / (
+                before.quiet_iterations + cycle.quiet_iterations
+            )
+            extra = cycle.active_seconds - cycle.active_iterations * quiet
+            output_cost.append(extra / cycle.outputs)
+            quiet_iteration.append(quiet)
         return {
             "on": self.on,
             "off": self.off,
-            "output_cost": [cycle.output_cost for cycle in measured],
-            "quiet_iteration": [cycle.quiet_iteration for cycle in measured],
+            "output_cost": output_cost,
+            "quiet_iteration": quiet_iteration,
         }
 
 
