@@ -18,7 +18,7 @@ def feed(cycle: DutyCycle, steps: int, every: int, quiet: float, cost: float) ->
     now = 0.0
     for step in range(1, steps + 1):
         outputs = int(cycle.active(step) and step % every == 0)
-        cycle.iteration_ended(step, now, outputs)
+        cycle.iteration_ended(step, now, bool(outputs))
         now += quiet + cost * outputs
 
 
@@ -40,7 +40,7 @@ def test_what_spills_past_the_window_counts_with_it():
     for step in range(1, 12 * 4 + 2):
         position = (step - 1) % 12
         outputs = int(position < 4)
-        cycle.iteration_ended(step, now, outputs)
+        cycle.iteration_ended(step, now, bool(outputs))
         # Each output costs 10 ms at once and slows the two steps after the window by 5 ms
         # (a reader still drawing): 10 + 2 * 5 / 4 = 12.5 ms per output.
         now += 0.04 + 0.01 * outputs + (0.005 if position in (4, 5) else 0.0)
@@ -105,7 +105,7 @@ def test_a_steady_drift_cancels():
     now = 0.0
     for step in range(1, 8 * 6 + 2):
         outputs = int(cycle.active(step) and step % 2 == 0)
-        cycle.iteration_ended(step, now, outputs)
+        cycle.iteration_ended(step, now, bool(outputs))
         # Iterations slow down by 1 % a step; an output costs 10 ms.
         now += 0.04 * (1.0 + 0.01 * step) + 0.01 * outputs
     costs = cycle.summary()["output_cost"]
@@ -113,3 +113,21 @@ def test_a_steady_drift_cancels():
     # The active part sits between the quiet parts: what is left of the drift is its
     # curvature, none here.
     assert costs == pytest.approx([0.01] * 5, rel=1e-9)
+
+
+def test_the_excess_is_found_step_by_step_after_each_output():
+    from tachyflow.insitu.duty_cycle import excess_after_output
+
+    cycle = DutyCycle(10, 6)
+    now, lingering = 0.0, 0
+    for step in range(1, 16 * 4 + 2):
+        output = cycle.active(step) and step % 2 == 0
+        cycle.iteration_ended(step, now, output)
+        # An output's iteration takes 10 ms more, the one after it 4 ms (a reader drawing).
+        now += 0.04 + (0.01 if output else 0.0) + (0.004 if lingering else 0.0)
+        lingering = output
+    excess = excess_after_output(cycle.summary(), 2)
+    assert excess["quiet_iteration"] == pytest.approx(0.04)
+    assert excess["by_offset"] == pytest.approx([0.01, 0.004])
+    # The window's last output lingers into the first of the three steps after it.
+    assert excess["after_window"] == pytest.approx(0.004 / 3)

@@ -45,7 +45,7 @@ import numpy as np
 
 from tachyflow.bench.results import new_results
 from tachyflow.config import TRANSIT_PRECISIONS
-from tachyflow.insitu.duty_cycle import overhead_at_cadence
+from tachyflow.insitu.duty_cycle import excess_after_output, overhead_at_cadence
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
@@ -189,6 +189,7 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
         entry["writer_first"] = output["first"]
     if "duty_cycle" in visual:
         entry["within_run"] = overhead_at_cadence(visual["duty_cycle"], every)
+        entry["excess"] = excess_after_output(visual["duty_cycle"], every)
     if "step_bytes" in visual:
         entry["step_bytes"] = visual["step_bytes"]
         entry["staging_bytes"] = visual["staging_bytes"] + visual["step_bytes"]
@@ -274,6 +275,15 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                 float(q) for q in np.percentile(cycles, [25, 75])
             ]
             result["cycles_measured"] = len(cycles)
+            # Where it goes: seconds beyond a quiet iteration of an output's iteration and
+            # each after it, and of those after a window (median over runs).
+            result["excess_by_offset"] = [
+                float(np.median(values))
+                for values in zip(*(s["excess"]["by_offset"] for s in runs), strict=True)
+            ]
+            result["excess_after_window"] = float(
+                np.median([s["excess"]["after_window"] for s in runs])
+            )
         if "step_bytes" in runs[0]:
             result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]
         if "readers" in runs[0]:

@@ -132,7 +132,7 @@ class VisualisationAdaptor:
         else:
             due = [p for p in self.pipelines if p.cadence.due(step, time)]
         if cycle is not None:
-            cycle.iteration_ended(step, now, len(due))
+            cycle.iteration_ended(step, now, bool(due))
         in_situ = [p for p in due if p.section.mode == "insitu"]
         transit = [p for p in due if p.section.mode == "transit"]
         if in_situ:

@@ -54,6 +54,10 @@ class DutyCycle:
                 raise TypeError(f"duty cycle {name} must be a step count, got {value!r}")
             if value < 1:
                 raise ValueError(f"duty cycle {name} must be a positive step count, got {value}")
+        # Seconds and counts of the iterations at each position of a cycle (after the
+        # first cycle): where in the window the time goes.
+        self._position_seconds = [0.0] * (self.on + self.off)
+        self._position_counts = [0] * (self.on + self.off)
 
     def _position(self, step: int) -> tuple[int, int]:
         return divmod(step - 1, self.on + self.off)
@@ -62,15 +66,15 @@ class DutyCycle:
         """Whether pipelines may run after ``step`` (1-based)."""
         return self._position(step)[1] < self.on
 
-    def iteration_ended(self, step: int, now: float, outputs: int = 0) -> None:
-        """The adaptor's call after ``step`` began at ``now`` (seconds); ``outputs``:
-        pipelines' outputs it will make. Closes the iteration that began with the last
-        call, in that call's part of its cycle."""
+    def iteration_ended(self, step: int, now: float, output: bool = False) -> None:
+        """The adaptor's call after ``step`` began at ``now`` (seconds); ``output``:
+        whether pipelines run after this step. Closes the iteration that began with the
+        last call, in that call's part of its cycle."""
         if self._last is not None:
             previous, started = self._last
             self._add(previous, now - started)
         self._last = (step, now)
-        if outputs:
+        if output:
             self._cycle(step).outputs += 1
 
     def _cycle(self, step: int) -> CycleTimes:
@@ -81,7 +85,11 @@ class DutyCycle:
 
     def _add(self, step: int, seconds: float) -> None:
         cycle = self._cycle(step)
-        if self._position(step)[1] < self.on + self.off // 2:
+        index, position = self._position(step)
+        if index > 0:
+            self._position_seconds[position] += seconds
+            self._position_counts[position] += 1
+        if position < self.on + self.off // 2:
             cycle.active_seconds += seconds
             cycle.active_iterations += 1
         else:
@@ -108,6 +116,13 @@ class DutyCycle:
             "off": self.off,
             "output_cost": output_cost,
             "quiet_iteration": quiet_iteration,
+            # Mean seconds of the iteration at each position (0: the cycle's first step's).
+            "iteration_by_position": [
+                seconds / count if count else None
+                for seconds, count in zip(
+                    self._position_seconds, self._position_counts, strict=True
+                )
+            ],
         }
 
 
@@ -118,3 +133,28 @@ def overhead_at_cadence(summary: dict, every: int) -> list[float]:
         raise ValueError(f"every must be >= 1, got {every!r}")
     pairs = zip(summary["output_cost"], summary["quiet_iteration"], strict=True)
     return [float(cost / (every * quiet)) for cost, quiet in pairs]
+
+
+def excess_after_output(summary: dict, every: int) -> dict:
+    """From the iterations by position: the mean seconds beyond a quiet iteration of the
+    iteration of an output and of each after it until the next (``by_offset``, an output
+    every ``every`` steps), and of the iterations after the window where readers finish
+    (``after_window``)."""
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every!r}")
+    on, off = summary["on"], summary["off"]
+    profile = summary["iteration_by_position"]
+    if any(value is None for value in profile):
+        raise ValueError("the run measured no complete cycle after the first")
+    quiet = sum(profile[on + off // 2 :]) / (off - off // 2)
+    first = every - 1  # position of the window's first output (step ``every``)
+    by_offset = []
+    for offset in range(every):
+        values = [profile[p] for p in range(first + offset, on, every)]
+        by_offset.append(sum(values) / len(values) - quiet if values else None)
+    spill = profile[on : on + off // 2]
+    return {
+        "quiet_iteration": quiet,
+        "by_offset": by_offset,
+        "after_window": sum(spill) / len(spill) - quiet if spill else 0.0,
+    }

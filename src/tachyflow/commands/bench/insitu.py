@@ -107,7 +107,13 @@ class Insitu(Benchmark):
                     f"{entry['name']}: {entry['overhead_within_run']:+.1%} [{low:+.1%}, "
                     f"{high:+.1%}] per iteration at an output every {args.every} steps, "
                     f"measured within the runs ({entry['cycles_measured']} windows against "
-                    "the quiet steps after them)"
+                    "the quiet steps around them)"
+                )
+                steps = ", ".join(f"{value * 1e3:+.1f}" for value in entry["excess_by_offset"])
+                console.print(
+                    f"  beyond a quiet iteration: the output's iteration and those after it "
+                    f"{steps} ms; after a window {entry['excess_after_window'] * 1e3:+.1f} ms "
+                    "per iteration"
                 )
             if "writer_share" in entry:
                 console.print(
