@@ -94,3 +94,21 @@ def test_a_second_reader_of_the_same_index_into_the_same_folder_is_refused(tmp_p
         render_in_transit(tmp_path / "run", 0, 1, timeout=1, output=pictures)
     assert not (tmp_path / "run").exists()  # refused before attaching or writing anything
     first.release()
+
+
+def test_a_receiving_reader_takes_every_step_and_draws_nothing(tmp_path):
+    (tmp_path / "case.toml").write_text(CASE.replace("steps = 12", "steps = 6"))
+    run_dir = tmp_path / "run"
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "tachyflow", "transit-render", str(run_dir), "--timeout", "60",
+         "--receive-only"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=command_environment(),
+    )  # fmt: skip
+    try:
+        run = tachyflow("run", str(tmp_path / "case.toml"), "-o", str(run_dir))
+        output, _ = reader.communicate(timeout=90)
+    finally:
+        reader.kill()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "reader 0: 2 steps, 0 pictures, 0 skipped, end: end of stream" in output, output
+    assert not list((run_dir / "transit-images").glob("*.png"))

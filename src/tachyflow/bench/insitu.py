@@ -8,8 +8,9 @@ interleaved so that load changes on a shared machine hit all alike:
 ``in situ``             the pipelines drawn by the ranks (rank 0 renders);
 ``transit ...``         the fields streamed with ADIOS2 SST to 1 or 2 reader processes that
                         draw, with ``Discard`` (monitoring: the run never waits) or ``Block``
-                        (lossless: a slow reader slows the run), readers fast or slow
-                        (``--delay`` seconds per step).
+                        (lossless: a slow reader slows the run), readers fast, slow
+                        (``--delay`` seconds per step) or receiving only (they take every
+                        step and draw nothing: what streaming alone costs the run).
 
 Per set-up: the time per iteration (step, checks, outputs, visualisation), its split into
 simulation (the solver's step), data transfer (to the stream) and rendering (extract,
@@ -50,18 +51,26 @@ from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
 BENCHMARK = "insitu"
-#: name -> (mode, queue full policy, readers, slow, where SST's threads run)
+#: name -> (mode, queue full policy, readers, reader kind, where SST's threads run); readers
+#: are fast, slow (``--delay`` seconds per step) or receive only (take steps, draw nothing)
 VARIANTS = {
-    "none": (None, None, 0, False, "spare-cores"),
-    "in situ": ("insitu", None, 0, False, "spare-cores"),
-    "transit Discard, 1 reader": ("transit", "Discard", 1, False, "spare-cores"),
+    "none": (None, None, 0, "fast", "spare-cores"),
+    "in situ": ("insitu", None, 0, "fast", "spare-cores"),
+    "transit Discard, 1 reader": ("transit", "Discard", 1, "fast", "spare-cores"),
     # SST's threads on the rank's core though cores are left (they are apart with
     # --pin-cores otherwise): what placing them there costs, in the same run.
-    "transit Discard, 1 reader, SST on the rank's core": ("transit", "Discard", 1, False, "rank"),
-    "transit Discard, slow reader": ("transit", "Discard", 1, True, "spare-cores"),
-    "transit Block, 1 reader": ("transit", "Block", 1, False, "spare-cores"),
-    "transit Block, 2 readers": ("transit", "Block", 2, False, "spare-cores"),
-    "transit Block, slow reader": ("transit", "Block", 1, True, "spare-cores"),
+    "transit Discard, 1 reader, SST on the rank's core": ("transit", "Discard", 1, "fast", "rank"),
+    "transit Discard, receiving reader": (
+        "transit",
+        "Discard",
+        1,
+        "receive",
+        "spare-cores",
+    ),
+    "transit Discard, slow reader": ("transit", "Discard", 1, "slow", "spare-cores"),
+    "transit Block, 1 reader": ("transit", "Block", 1, "fast", "spare-cores"),
+    "transit Block, 2 readers": ("transit", "Block", 2, "fast", "spare-cores"),
+    "transit Block, slow reader": ("transit", "Block", 1, "slow", "spare-cores"),
 }
 
 
@@ -126,7 +135,7 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
-    mode, policy, readers, slow, threads = VARIANTS[name]
+    mode, policy, readers, kind, threads = VARIANTS[name]
     run_dir = folder / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -144,8 +153,10 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     reader_processes = []
     if readers:
         command = ["transit-render", str(run_dir), "--timeout", str(timeout)]
-        if slow:
+        if kind == "slow":
             command += ["--delay", str(delay)]
+        elif kind == "receive":
+            command.append("--receive-only")
         if readers > 1:
             command += ["-n", str(readers)]
         # Readers start first and wait for the run, as a user's would.

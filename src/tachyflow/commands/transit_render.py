@@ -28,6 +28,11 @@ class TransitRender(Command):
             "--delay", type=options.non_negative_float, default=0.0,
             help="extra seconds per step (stands for a slow reader)",
         )  # fmt: skip
+        parser.add_argument(
+            "--receive-only", action="store_true",
+            help="take every step and draw nothing: what streaming costs the run without "
+            "the drawing (benchmarks)",
+        )  # fmt: skip
         parser.add_argument("-o", "--output", default=None, help="folder of the pictures")
 
     def run(self, args) -> int:
@@ -36,8 +41,9 @@ class TransitRender(Command):
 
         comm = runtime.world()
         summary = render_in_transit(
-            args.run_dir, comm.Get_rank(), comm.Get_size(), args.timeout, args.delay, args.output
-        )
+            args.run_dir, comm.Get_rank(), comm.Get_size(), args.timeout, args.delay, args.output,
+            draw=not args.receive_only,
+        )  # fmt: skip
         print(
             f"reader {summary['reader']}: {summary['steps']} steps, {summary['drawn']} pictures, "
             f"{summary['skipped']} skipped, end: {summary['end']}",

@@ -58,6 +58,7 @@ def render_in_transit(
     timeout: float | None = None,
     delay: float = 0.0,
     output=None,
+    draw: bool = True,
 ) -> dict:
     """Attach to ``run_dir``'s streams and draw until the run ends (see the module notes).
 
@@ -73,6 +74,8 @@ def render_in_transit(
         Extra seconds per step, to stand for a slow reader in benchmarks and tests.
     output : path, optional
         Folder of the pictures (default ``RUN_DIR/transit-images``).
+    draw : bool
+        False: take the steps and draw nothing (what streaming alone costs the run).
 
     Returns
     -------
@@ -116,7 +119,7 @@ def render_in_transit(
             summary["seconds"]["wait"] += now - started
             summary["steps"] += 1
             ghosted = {}
-            for name in reader.pipelines:
+            for name in reader.pipelines if draw else ():
                 pipeline = pipelines.get(name)
                 if pipeline is None:
                     continue
