@@ -194,9 +194,10 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     }
     if "transit_output" in visual:
         # The writer's cost once the reader is attached and its buffers touched, per
-        # iteration (an output every ``every`` steps), and its first output's.
+        # iteration at an output every ``every`` steps (a duty cycle makes fewer), and its
+        # first output's.
         output = visual["transit_output"]
-        entry["writer_steady"] = output["steady"] * output["count"] / count
+        entry["writer_steady"] = output["steady"] / every
         entry["writer_first"] = output["first"]
     if "duty_cycle" in visual:
         entry["within_run"] = overhead_at_cadence(visual["duty_cycle"], every)
