@@ -51,27 +51,28 @@ from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
 BENCHMARK = "insitu"
-#: name -> (mode, queue full policy, readers, reader kind, where SST's threads run); readers
-#: are fast, slow (``--delay`` seconds per step) or receive only (take steps, draw nothing)
+#: name -> (mode, queue full policy, readers, reader kind, where SST's threads run, the
+#: stream's precision or None for ``--transit-precision``); readers are fast, slow
+#: (``--delay`` seconds per step) or receive only (take steps, draw nothing)
+# fmt: off
 VARIANTS = {
-    "none": (None, None, 0, "fast", "spare-cores"),
-    "in situ": ("insitu", None, 0, "fast", "spare-cores"),
-    "transit Discard, 1 reader": ("transit", "Discard", 1, "fast", "spare-cores"),
+    "none": (None, None, 0, "fast", "spare-cores", None),
+    "in situ": ("insitu", None, 0, "fast", "spare-cores", None),
+    "transit Discard, 1 reader": ("transit", "Discard", 1, "fast", "spare-cores", None),
     # SST's threads on the rank's core though cores are left (they are apart with
     # --pin-cores otherwise): what placing them there costs, in the same run.
-    "transit Discard, 1 reader, SST on the rank's core": ("transit", "Discard", 1, "fast", "rank"),
-    "transit Discard, receiving reader": (
-        "transit",
-        "Discard",
-        1,
-        "receive",
-        "spare-cores",
-    ),
-    "transit Discard, slow reader": ("transit", "Discard", 1, "slow", "spare-cores"),
-    "transit Block, 1 reader": ("transit", "Block", 1, "fast", "spare-cores"),
-    "transit Block, 2 readers": ("transit", "Block", 2, "fast", "spare-cores"),
-    "transit Block, slow reader": ("transit", "Block", 1, "slow", "spare-cores"),
+    "transit Discard, 1 reader, SST on the rank's core":
+        ("transit", "Discard", 1, "fast", "rank", None),
+    "transit Discard, receiving reader": ("transit", "Discard", 1, "receive", "spare-cores", None),
+    # Both precisions in the same rounds.
+    "transit Discard, 1 reader, single precision":
+        ("transit", "Discard", 1, "fast", "spare-cores", "single"),
+    "transit Discard, slow reader": ("transit", "Discard", 1, "slow", "spare-cores", None),
+    "transit Block, 1 reader": ("transit", "Block", 1, "fast", "spare-cores", None),
+    "transit Block, 2 readers": ("transit", "Block", 2, "fast", "spare-cores", None),
+    "transit Block, slow reader": ("transit", "Block", 1, "slow", "spare-cores", None),
 }
+# fmt: on
 
 
 def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
@@ -135,7 +136,8 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
-    mode, policy, readers, kind, threads = VARIANTS[name]
+    mode, policy, readers, kind, threads, variant_precision = VARIANTS[name]
+    precision = variant_precision or precision
     run_dir = folder / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
