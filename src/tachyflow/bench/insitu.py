@@ -178,7 +178,10 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
     for process in reader_processes:
         output, _ = process.communicate(timeout=timeout)
         if process.returncode:
-            raise RuntimeError(f"{name}: a reader failed:\n{output[-2000:]}")
+            raise RuntimeError(
+                f"{name}: a reader failed (exit status {process.returncode}; a negative one "
+                f"is the signal that ended it):\n{output[-2000:]}"
+            )
     summary = json.loads((run_dir / "timings.json").read_text())
     visual = summary.get("visualisation", {})
     count = summary["steps"]
