@@ -131,3 +131,16 @@ def test_the_excess_is_found_step_by_step_after_each_output():
     assert excess["by_offset"] == pytest.approx([0.01, 0.004])
     # The window's last output lingers into the first of the three steps after it.
     assert excess["after_window"] == pytest.approx(0.004 / 3)
+
+
+def test_outputs_must_fall_alike_in_every_window():
+    from tachyflow.bench.insitu import run_insitu_benchmark
+    from tachyflow.insitu.duty_cycle import excess_after_output
+
+    cycle = DutyCycle(4, 3)
+    feed(cycle, 7 * 4, every=2, quiet=0.04, cost=0.01)
+    with pytest.raises(ValueError, match="every must divide the cycle of 7 steps"):
+        excess_after_output(cycle.summary(), 2)
+    for steps, every in ((400, 3), (160, 5)):
+        with pytest.raises(ValueError, match="with a duty cycle of 40 \\+ 40 steps"):
+            run_insitu_benchmark(1, 16, steps, every, 1, duty_cycle=(40, 40))

@@ -236,6 +236,14 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         raise ValueError(f"unknown set-ups {unknown}; known: {list(VARIANTS)}")
     if "none" not in names:
         names.insert(0, "none")
+    on, off = duty_cycle
+    if (on or off) and ((on + off) % every or steps <= 2 * (on + off)):
+        # Each window measured against the quiet steps before and after it, the first
+        # left out; its outputs at the same places in every window.
+        raise ValueError(
+            f"with a duty cycle of {on} + {off} steps, every ({every}) must divide "
+            f"{on + off} and steps ({steps}) must exceed two cycles ({2 * (on + off)})"
+        )
     if precision not in TRANSIT_PRECISIONS:
         choices = tuple(TRANSIT_PRECISIONS)
         raise ValueError(f"precision must be one of {choices}, got {precision!r}")

@@ -45,8 +45,8 @@ class DutyCycle:
 
     on: int
     off: int
-    cycles: list[CycleTimes] = field(default_factory=list)
-    _last: tuple[int, float] | None = None
+    cycles: list[CycleTimes] = field(default_factory=list, init=False)
+    _last: tuple[int, float] | None = field(default=None, init=False)
 
     def __post_init__(self):
         for name, value in (("on", self.on), ("off", self.off)):
@@ -140,9 +140,10 @@ def excess_after_output(summary: dict, every: int) -> dict:
     iteration of an output and of each after it until the next (``by_offset``, an output
     every ``every`` steps), and of the iterations after the window where readers finish
     (``after_window``)."""
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every!r}")
     on, off = summary["on"], summary["off"]
+    if every < 1 or (on + off) % every:
+        # Otherwise the outputs sit elsewhere in each window.
+        raise ValueError(f"every must divide the cycle of {on + off} steps, got {every!r}")
     profile = summary["iteration_by_position"]
     if any(value is None for value in profile):
         raise ValueError("the run measured no complete cycle after the first")
