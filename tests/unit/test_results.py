@@ -107,6 +107,27 @@ def test_in_transit_readers_get_the_cores_the_ranks_leave():
         split_cores(0, [0, 1])
 
 
+def test_readers_still_waiting_after_the_run_are_stopped_with_a_reason():
+    import subprocess
+    import sys
+    import time
+
+    from tachyflow.bench.insitu import finish_readers
+
+    def reader(code):
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
+
+    finish_readers("done", [reader("print('drawn')")], grace=30.0)
+    waiting = [reader("print('done')"), reader("import time; time.sleep(60)")]
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"still running 0\.5 s after the run ended.*--steps"):
+        finish_readers("short", waiting, grace=0.5)
+    assert time.monotonic() - started < 10 and all(p.poll() is not None for p in waiting)
+    with pytest.raises(RuntimeError, match=r"(?s)a reader failed \(exit status 3.*gone"):
+        finish_readers("failed", [reader("import sys; print('gone'); sys.exit(3)")], 30.0)
+
+
 def test_threads_started_on_the_spare_cores_stay_there(monkeypatch):
     import os
     import threading

@@ -73,6 +73,11 @@ VARIANTS = {
     "transit Block, slow reader": ("transit", "Block", 1, "slow", "spare-cores", None),
 }
 # fmt: on
+#: Seconds a reader may take to finish once the run has ended: an attached reader sees the
+#: stream's end at once and has at most its queue of steps left to draw.
+READER_GRACE = 120.0
+#: Steps each stream queues for its readers.
+QUEUE_LIMIT = 4
 
 
 def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
@@ -102,7 +107,7 @@ statistics_every = {every}
 [insitu]
 width = 640
 height = 480
-queue_limit = 4
+queue_limit = {QUEUE_LIMIT}
 reserve_queue_limit = 1
 queue_full_policy = "{policy or "Discard"}"
 transit_precision = "{precision}"
@@ -128,6 +133,29 @@ def split_cores(ranks: int, cores: list[int]) -> tuple[list[int], list[int]]:
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
     return [cores[rank % len(cores)] for rank in range(ranks)], cores[ranks:]
+
+
+def finish_readers(name: str, processes, grace: float) -> None:
+    """Wait up to ``grace`` seconds (in all) for the readers of a run that has ended;
+    raise RuntimeError saying why when one fails or is still running (it is killed)."""
+    deadline = clock.monotonic() + grace
+    for process in processes:
+        try:
+            output, _ = process.communicate(timeout=max(0.0, deadline - clock.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in processes:
+                other.kill()
+                other.wait()
+            raise RuntimeError(
+                f"{name}: a reader was still running {grace:g} s after the run ended; a run "
+                f"shorter than a reader's start-up ends before the reader attaches, and the "
+                f"reader then waits for a writer: give the run more --steps"
+            ) from None
+        if process.returncode:
+            raise RuntimeError(
+                f"{name}: a reader failed (exit status {process.returncode}; a negative one "
+                f"is the signal that ended it):\n{output[-2000:]}"
+            )
 
 
 def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
@@ -175,13 +203,9 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
         for process in reader_processes:
             process.kill()
         raise RuntimeError(f"{name}: the run failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    for process in reader_processes:
-        output, _ = process.communicate(timeout=timeout)
-        if process.returncode:
-            raise RuntimeError(
-                f"{name}: a reader failed (exit status {process.returncode}; a negative one "
-                f"is the signal that ended it):\n{output[-2000:]}"
-            )
+    # A slow reader may still have a full queue to draw.
+    grace = READER_GRACE + (QUEUE_LIMIT * delay if kind == "slow" else 0.0)
+    finish_readers(name, reader_processes, grace)
     summary = json.loads((run_dir / "timings.json").read_text())
     visual = summary.get("visualisation", {})
     count = summary["steps"]
