@@ -123,14 +123,20 @@ def test_the_excess_is_found_step_by_step_after_each_output():
     for step in range(1, 16 * 4 + 2):
         output = cycle.active(step) and step % 2 == 0
         cycle.iteration_ended(step, now, output)
-        # An output's iteration takes 10 ms more, the one after it 4 ms (a reader drawing).
+        # An output's iteration takes 10 ms more, the one after it 4 ms (a reader drawing);
+        # every other iteration, window or not, 5 ms more (statistics on the cadence).
         now += 0.04 + (0.01 if output else 0.0) + (0.004 if lingering else 0.0)
+        now += 0.005 if step % 2 else 0.0
         lingering = output
     excess = excess_after_output(cycle.summary(), 2)
-    assert excess["quiet_iteration"] == pytest.approx(0.04)
+    # The quiet half: steps 14, 15 and 16 of each cycle, one with statistics.
+    assert excess["quiet_iteration"] == pytest.approx(0.04 + 0.005 / 3)
+    # Each place in the cadence against the quiet iterations at the same place.
     assert excess["by_offset"] == pytest.approx([0.01, 0.004])
     # The window's last output lingers into the first of the three steps after it.
     assert excess["after_window"] == pytest.approx(0.004 / 3)
+    with pytest.raises(ValueError, match="off must be at least 3"):
+        excess_after_output({**cycle.summary(), "on": 14, "off": 2}, 2)
 
 
 def test_outputs_must_fall_alike_in_every_window():
@@ -144,3 +150,5 @@ def test_outputs_must_fall_alike_in_every_window():
     for steps, every in ((400, 3), (160, 5)):
         with pytest.raises(ValueError, match="with a duty cycle of 40 \\+ 40 steps"):
             run_insitu_benchmark(1, 16, steps, every, 1, duty_cycle=(40, 40))
+    with pytest.raises(ValueError, match="off must be at least 9"):
+        run_insitu_benchmark(1, 16, 400, 5, 1, duty_cycle=(32, 8))

@@ -54,3 +54,13 @@ def test_bad_sizes_are_refused():
     for value in (1.5, "1", True):
         with pytest.raises(TypeError, match="largest"):
             runtime.keep_freed_memory(value)
+
+
+def test_transit_processes_keep_twice_a_step_and_at_least_the_sliding_threshold(monkeypatch):
+    from tachyflow.insitu.transit import sst
+
+    kept = []
+    monkeypatch.setattr(runtime, "keep_freed_memory", lambda largest: kept.append(largest))
+    sst.keep_step_buffers(48 * 2**20)  # three fields of 128^3 doubles
+    sst.keep_step_buffers(2**20)
+    assert kept == [96 * 2**20, sst.HEAP_SERVED_BYTES]

@@ -261,12 +261,14 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
     if "none" not in names:
         names.insert(0, "none")
     on, off = duty_cycle
-    if (on or off) and ((on + off) % every or steps <= 2 * (on + off)):
+    if (on or off) and ((on + off) % every or steps <= 2 * (on + off) or off - off // 2 < every):
         # Each window measured against the quiet steps before and after it, the first
-        # left out; its outputs at the same places in every window.
+        # left out; its outputs at the same places in every window, each place of the
+        # cadence among the quiet steps compared with.
         raise ValueError(
             f"with a duty cycle of {on} + {off} steps, every ({every}) must divide "
-            f"{on + off} and steps ({steps}) must exceed two cycles ({2 * (on + off)})"
+            f"{on + off}, off must be at least {2 * every - 1} and steps ({steps}) must "
+            f"exceed two cycles ({2 * (on + off)})"
         )
     if precision not in TRANSIT_PRECISIONS:
         choices = tuple(TRANSIT_PRECISIONS)

@@ -139,23 +139,39 @@ def excess_after_output(summary: dict, every: int) -> dict:
     """From the iterations by position: the mean seconds beyond a quiet iteration of the
     iteration of an output and of each after it until the next (``by_offset``, an output
     every ``every`` steps), and of the iterations after the window where readers finish
-    (``after_window``)."""
+    (``after_window``).
+
+    Each position is compared with the quiet iterations at the same place in the cadence
+    (the same step modulo ``every``): other work on that cadence, such as statistics
+    every ``every`` steps, then cancels. The quiet half of the off steps must hold every
+    place, ``off - off // 2 >= every``.
+    """
     on, off = summary["on"], summary["off"]
     if every < 1 or (on + off) % every:
         # Otherwise the outputs sit elsewhere in each window.
         raise ValueError(f"every must divide the cycle of {on + off} steps, got {every!r}")
+    if off - off // 2 < every:
+        raise ValueError(
+            f"the quiet half of {off} off steps must hold every place in a cadence of "
+            f"{every} steps: off must be at least {2 * every - 1}"
+        )
     profile = summary["iteration_by_position"]
     if any(value is None for value in profile):
         raise ValueError("the run measured no complete cycle after the first")
-    quiet = sum(profile[on + off // 2 :]) / (off - off // 2)
+    quiet_positions = range(on + off // 2, on + off)
+    quiet_by_place = [
+        sum(profile[q] for q in quiet_positions if q % every == place)
+        / sum(1 for q in quiet_positions if q % every == place)
+        for place in range(every)
+    ]
+
+    def excess(positions) -> float | None:
+        values = [profile[p] - quiet_by_place[p % every] for p in positions]
+        return sum(values) / len(values) if values else None
+
     first = every - 1  # position of the window's first output (step ``every``)
-    by_offset = []
-    for offset in range(every):
-        values = [profile[p] for p in range(first + offset, on, every)]
-        by_offset.append(sum(values) / len(values) - quiet if values else None)
-    spill = profile[on : on + off // 2]
     return {
-        "quiet_iteration": quiet,
-        "by_offset": by_offset,
-        "after_window": sum(spill) / len(spill) - quiet if spill else 0.0,
+        "quiet_iteration": sum(profile[q] for q in quiet_positions) / len(quiet_positions),
+        "by_offset": [excess(range(first + offset, on, every)) for offset in range(every)],
+        "after_window": excess(range(on, on + off // 2)) or 0.0,
     }

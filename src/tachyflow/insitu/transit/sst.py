@@ -31,6 +31,21 @@ ATTACH_STEPS = 6
 OPEN_TIMEOUT_SECONDS = 5
 # ADIOS colours its exception messages for terminals.
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+# Blocks glibc serves from its heap at least (the most its own sliding threshold reaches).
+HEAP_SERVED_BYTES = 32 * 2**20
+
+
+def keep_step_buffers(step_bytes: int) -> bool:
+    """Have this process's heap serve and keep the blocks of steps of ``step_bytes``.
+
+    SST allocates each step's buffer (growing it by ``realloc``) and frees it when the
+    step is done, and a reader's fields are fresh arrays each step: blocks this large are
+    otherwise mapped and every page faulted in afresh each step
+    (:func:`tachyflow.runtime.keep_freed_memory`). True when set.
+    """
+    from tachyflow import runtime
+
+    return runtime.keep_freed_memory(max(2 * step_bytes, HEAP_SERVED_BYTES))
 
 
 def reason(error: Exception) -> str:

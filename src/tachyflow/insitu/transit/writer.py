@@ -30,6 +30,7 @@ from tachyflow.insitu.transit.sst import (
     check_queue,
     clashing,
     cmanager_id,
+    keep_step_buffers,
     reason,
     writer_parameters,
 )
@@ -45,8 +46,6 @@ from tachyflow.parallel.agreement import agree, collectively, on_root
 STEP_VARIABLES = ("step", "time", "content")
 # Opening rounds before the writer gives up giving every stream its own CManager ID.
 OPEN_ATTEMPTS = 5
-# Blocks glibc serves from its heap at least (the most its own sliding threshold reaches).
-HEAP_SERVED_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -310,9 +309,7 @@ class TransitWriter:
             self._variables["step"] = self._io.DefineVariable("step", np.zeros(1, np.int64))
             self._variables["time"] = self._io.DefineVariable("time", np.zeros(1, np.float64))
             self._variables["content"] = self._io.DefineVariable("content")
-            # SST allocates each step's buffer and frees it when readers are done: from the
-            # heap and kept there, it is not faulted in afresh each step.
-            runtime.keep_freed_memory(max(2 * self.step_bytes, HEAP_SERVED_BYTES))
+            keep_step_buffers(self.step_bytes)
             # SST starts its threads here: they inherit this thread's cores.
             place = runtime.on_spare_cores if self.threads == "spare-cores" else nullcontext
             with place():
