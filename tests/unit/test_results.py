@@ -128,6 +128,13 @@ def test_readers_still_waiting_after_the_run_are_stopped_with_a_reason():
         finish_readers("failed", [reader("import sys; print('gone'); sys.exit(3)")], 30.0)
 
 
+def test_a_run_past_the_bench_timeout_is_stopped_with_the_option_to_change():
+    from tachyflow.bench.insitu import run_insitu_benchmark
+
+    with pytest.raises(RuntimeError, match=r"run of 2 steps took longer than 0\.2 s.*--timeout"):
+        run_insitu_benchmark(1, 8, 2, 1, 1, variants=["none"], timeout=0.2)
+
+
 def test_threads_started_on_the_spare_cores_stay_there(monkeypatch):
     import os
     import threading

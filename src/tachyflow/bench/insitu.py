@@ -194,11 +194,20 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
             subprocess.Popen(_tachyflow(*command), env=environment, preexec_fn=bind_reader,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         )  # fmt: skip
-    run = subprocess.run(
-        _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir),
-                   *(["--pin-cores"] if pin else [])),
-        env=environment, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+    try:
+        run = subprocess.run(
+            _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir),
+                       *(["--pin-cores"] if pin else [])),
+            env=environment, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        for process in reader_processes:
+            process.kill()
+            process.wait()
+        raise RuntimeError(
+            f"{name}: the run of {steps} steps took longer than {timeout:g} s: give "
+            f"--timeout more seconds or the run fewer --steps"
+        ) from None
     if run.returncode:
         for process in reader_processes:
             process.kill()

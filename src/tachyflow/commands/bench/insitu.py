@@ -58,6 +58,10 @@ class Insitu(Benchmark):
             "overhead within each run, window against quiet steps (free of the drift "
             "between runs)",
         )  # fmt: skip
+        parser.add_argument(
+            "--timeout", type=options.positive_float, default=600.0, metavar="SECONDS",
+            help="longest a run (and each wait of its readers) may take (default 600)",
+        )  # fmt: skip
         parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
                             help="set-ups to run (default: all)")  # fmt: skip
         parser.add_argument(
@@ -78,7 +82,7 @@ class Insitu(Benchmark):
         console = runtime.make_console()
         document = insitu.run_insitu_benchmark(
             args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
-            args.variants, progress=console.print, pin=args.pin_processes,
+            args.variants, args.timeout, progress=console.print, pin=args.pin_processes,
             precision=args.transit_precision, duty_cycle=tuple(args.duty_cycle),
         )  # fmt: skip
         json_path, png_path = save_results(document, args.output)
