@@ -31,8 +31,12 @@ from tachyflow.insitu.transit.streams import contact_path, transit_folder, write
 
 # Seconds between looks at the manifest and locks while a reader waits for a writer.
 ATTACH_POLL = 0.1
-# BeginStep waits in slices this long so that a reader stays interruptible.
-BEGIN_STEP_SLICE = 1.0
+# Seconds between polls for a stream's next step. BeginStep with a timeout arms an EVPath
+# timer whose removal races with a step's arrival: readers died of it (a segmentation
+# fault in libcmselect_LTX_remove_periodic) twice at 128^3. A zero timeout arms none, and
+# the sleeps between polls keep the reader interruptible. They double from the first to
+# the longest while no step comes: quick at a fast cadence, few polls at a slow one.
+BEGIN_STEP_POLL = (0.002, 0.05)
 # A reader that dies between registering with a writer and that writer's next step leaves
 # the writer a dangling connection, which crashes it (TCP control) or hangs it (ENet) at
 # that step: these signals wait until attaching is over.
@@ -218,11 +222,9 @@ class TransitReader:
         """Begin the stream's next step; False when the stream has ended."""
         import adios2.bindings as bindings
 
+        pause, longest = BEGIN_STEP_POLL
         while True:
-            wait = BEGIN_STEP_SLICE
-            if deadline is not None:
-                wait = max(0.0, min(wait, deadline - clock.monotonic()))
-            status = stream.engine.BeginStep(bindings.StepMode.Read, wait)
+            status = stream.engine.BeginStep(bindings.StepMode.Read, 0.0)
             if status == bindings.StepStatus.OK:
                 stream.held = stream.engine.CurrentStep()
                 return True
@@ -232,6 +234,8 @@ class TransitReader:
                 return False
             if deadline is not None and clock.monotonic() >= deadline:
                 raise TimeoutError(f"no new step from {stream.path} in {self.timeout:g} s")
+            clock.sleep(pause)
+            pause = min(2 * pause, longest)
 
     def read(self):
         """The next step every stream delivered: ``(step, time, fields)``, or None at the end.
