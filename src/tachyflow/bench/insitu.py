@@ -135,6 +135,13 @@ def split_cores(ranks: int, cores: list[int]) -> tuple[list[int], list[int]]:
     return [cores[rank % len(cores)] for rank in range(ranks)], cores[ranks:]
 
 
+def stop_processes(processes) -> None:
+    """Kill ``processes`` and reap them."""
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
 def finish_readers(name: str, processes, grace: float) -> None:
     """Wait up to ``grace`` seconds (in all) for the readers of a run that has ended;
     raise RuntimeError saying why when one fails or is still running (it is killed)."""
@@ -143,9 +150,7 @@ def finish_readers(name: str, processes, grace: float) -> None:
         try:
             output, _ = process.communicate(timeout=max(0.0, deadline - clock.monotonic()))
         except subprocess.TimeoutExpired:
-            for other in processes:
-                other.kill()
-                other.wait()
+            stop_processes(processes)
             raise RuntimeError(
                 f"{name}: a reader was still running {grace:g} s after the run ended; a run "
                 f"shorter than a reader's start-up ends before the reader attaches, and the "
@@ -201,16 +206,13 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
             env=environment, capture_output=True, text=True, timeout=timeout,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        for process in reader_processes:
-            process.kill()
-            process.wait()
+        stop_processes(reader_processes)
         raise RuntimeError(
             f"{name}: the run of {steps} steps took longer than {timeout:g} s: give "
             f"--timeout more seconds or the run fewer --steps"
         ) from None
     if run.returncode:
-        for process in reader_processes:
-            process.kill()
+        stop_processes(reader_processes)
         raise RuntimeError(f"{name}: the run failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
     # A slow reader may still have a full queue to draw.
     grace = READER_GRACE + (QUEUE_LIMIT * delay if kind == "slow" else 0.0)
