@@ -46,7 +46,11 @@ import numpy as np
 
 from tachyflow.bench.results import new_results
 from tachyflow.config import TRANSIT_PRECISIONS
-from tachyflow.insitu.duty_cycle import excess_after_output, overhead_at_cadence
+from tachyflow.insitu.duty_cycle import (
+    check_cadence,
+    excess_after_output,
+    overhead_at_cadence,
+)
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 
@@ -272,15 +276,15 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
     if "none" not in names:
         names.insert(0, "none")
     on, off = duty_cycle
-    if (on or off) and ((on + off) % every or steps <= 2 * (on + off) or off - off // 2 < every):
-        # Each window measured against the quiet steps before and after it, the first
-        # left out; its outputs at the same places in every window, each place of the
-        # cadence among the quiet steps compared with.
-        raise ValueError(
-            f"with a duty cycle of {on} + {off} steps, every ({every}) must divide "
-            f"{on + off}, off must be at least {2 * every - 1} and steps ({steps}) must "
-            f"exceed two cycles ({2 * (on + off)})"
-        )
+    if on or off:
+        check_cadence(on, off, every)
+        if steps <= 2 * (on + off):
+            # Each window measured against the quiet steps before and after it, the first
+            # left out.
+            raise ValueError(
+                f"with a duty cycle of {on} + {off} steps, steps ({steps}) must exceed two "
+                f"cycles ({2 * (on + off)})"
+            )
     if precision not in TRANSIT_PRECISIONS:
         choices = tuple(TRANSIT_PRECISIONS)
         raise ValueError(f"precision must be one of {choices}, got {precision!r}")

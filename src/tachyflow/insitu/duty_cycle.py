@@ -135,6 +135,17 @@ def overhead_at_cadence(summary: dict, every: int) -> list[float]:
     return [float(cost / (every * quiet)) for cost, quiet in pairs]
 
 
+def check_cadence(on: int, off: int, every: int) -> None:
+    """Raise ValueError unless outputs every ``every`` steps fall at the same places in
+    every window (``every`` divides ``on + off``) and the quiet half of the off steps holds
+    every place of that cadence (``off - off // 2 >= every``)."""
+    if every < 1 or (on + off) % every or off - off // 2 < every:
+        raise ValueError(
+            f"with a duty cycle of {on} + {off} steps, every ({every}) must divide "
+            f"{on + off} and off must be at least {2 * every - 1}"
+        )
+
+
 def excess_after_output(summary: dict, every: int) -> dict:
     """From the iterations by position: the mean seconds beyond a quiet iteration of the
     iteration of an output and of each after it until the next (``by_offset``, an output
@@ -147,14 +158,7 @@ def excess_after_output(summary: dict, every: int) -> dict:
     place, ``off - off // 2 >= every``.
     """
     on, off = summary["on"], summary["off"]
-    if every < 1 or (on + off) % every:
-        # Otherwise the outputs sit elsewhere in each window.
-        raise ValueError(f"every must divide the cycle of {on + off} steps, got {every!r}")
-    if off - off // 2 < every:
-        raise ValueError(
-            f"the quiet half of {off} off steps must hold every place in a cadence of "
-            f"{every} steps: off must be at least {2 * every - 1}"
-        )
+    check_cadence(on, off, every)
     profile = summary["iteration_by_position"]
     if any(value is None for value in profile):
         raise ValueError("the run measured no complete cycle after the first")
