@@ -21,34 +21,59 @@ from numba import prange
 from tachyflow.numerics.compiled import kernel
 
 
-@kernel(error_model="numpy", parallel=True)
-def _solve_open(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  # pragma: no cover
-    # One real division per row: the right-hand side (complex for Fourier modes) is
-    # multiplied by the pivot's reciprocal, not divided by it (a complex division each).
-    n0, n, n2 = rhs.shape
-    for i in prange(n0):
-        factor = np.empty((n, n2))  # each line set its own (threads take the i's)
-        for k in range(n2):
-            if pinned[i, k]:
-                factor[0, k] = 0.0
-                rhs[i, 0, k] = 0.0
-            else:
-                inverse = 1.0 / (diagonal[0] + shift[i, k] + scaled[i, k] * weights[0])
-                factor[0, k] = upper[0] * inverse
-                rhs[i, 0, k] = rhs[i, 0, k] * inverse
-        for j in range(1, n):
+def _open_solver(parts: int):
+    """The open systems' kernel for right-hand sides of ``parts`` float64 values per unknown
+    (1: real, 2: complex, given as its float64 view). ``parts`` is a constant of the
+    compiled code: the rows' loops then vectorise, where numba's complex arithmetic and a
+    run-time count did not (a complex plane of 128 x 33 lines: 3.1 -> 2.0 ms)."""
+
+    @kernel(error_model="numpy", parallel=True)
+    def solve(lower, diagonal, upper, shift, scaled, weights, pinned, rhs):  # pragma: no cover
+        # One real division per row and line: the right-hand side is multiplied by the
+        # pivot's reciprocal, not divided by it. A plane's factors stay in cache.
+        n0, n, _ = rhs.shape
+        n2 = shift.shape[1]
+        for i in prange(n0):
+            factor = np.empty((n, n2))  # each line set its own (threads take the i's)
+            inverse = np.empty(n2)
+            plane = rhs[i]
             for k in range(n2):
-                inverse = 1.0 / (
-                    diagonal[j]
-                    + shift[i, k]
-                    + scaled[i, k] * weights[j]
-                    - lower[j] * factor[j - 1, k]
-                )
-                factor[j, k] = upper[j] * inverse
-                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) * inverse
-        for j in range(n - 2, -1, -1):
+                if pinned[i, k]:
+                    inverse[k] = 0.0
+                else:
+                    inverse[k] = 1.0 / (diagonal[0] + shift[i, k] + scaled[i, k] * weights[0])
+                factor[0, k] = upper[0] * inverse[k]
+            row = plane[0]
             for k in range(n2):
-                rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
+                for value in range(parts * k, parts * k + parts):
+                    row[value] *= inverse[k]
+            for k in range(n2):  # a pinned line's first unknown is 0, whatever its row held
+                if pinned[i, k]:
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] = 0.0
+            for j in range(1, n):
+                for k in range(n2):
+                    inverse[k] = 1.0 / (
+                        diagonal[j]
+                        + shift[i, k]
+                        + scaled[i, k] * weights[j]
+                        - lower[j] * factor[j - 1, k]
+                    )
+                    factor[j, k] = upper[j] * inverse[k]
+                row, above = plane[j], plane[j - 1]
+                for k in range(n2):
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] = (row[value] - lower[j] * above[value]) * inverse[k]
+            for j in range(n - 2, -1, -1):
+                row, below = plane[j], plane[j + 1]
+                for k in range(n2):
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] -= factor[j, k] * below[value]
+
+    return solve
+
+
+_SOLVE_OPEN = {np.dtype(np.float64): _open_solver(1), np.dtype(np.complex128): _open_solver(2)}
 
 
 @kernel(error_model="numpy")
@@ -165,10 +190,14 @@ def solve_tridiagonal_lines(
         if n < 3:
             raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
         _solve_cyclic(*bands, shift, pinned, rhs, np.empty((n, n2)), np.empty((n, n2)))
-    elif scaled is None:  # adding 0.0 changes no value: the plain systems, bit for bit
-        _solve_open(*bands, shift, np.zeros((n0, n2)), np.zeros(n), pinned, rhs)
     else:
-        _solve_open(*bands, shift, scaled, weights, pinned, rhs)
+        if scaled is None:  # adding 0.0 changes no value: the plain systems, bit for bit
+            scaled, weights = np.zeros((n0, n2)), np.zeros(n)
+        # The kernel reads the lines' values as float64, side by side along the last axis.
+        values = rhs if rhs.strides[2] == rhs.itemsize else rhs.copy()
+        _SOLVE_OPEN[rhs.dtype](*bands, shift, scaled, weights, pinned, values.view(np.float64))
+        if values is not rhs:
+            rhs[...] = values
     return rhs
 
 
