@@ -135,6 +135,51 @@ def test_a_run_past_the_bench_timeout_is_stopped_with_the_option_to_change():
         run_insitu_benchmark(1, 8, 2, 1, 1, variants=["none"], timeout=0.2)
 
 
+@pytest.mark.parametrize("failure", [RuntimeError("reader: a reader failed"), KeyboardInterrupt])
+def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, tmp_path, failure):
+    from tachyflow.bench import insitu
+
+    calls = []
+
+    def run_variant(name, *arguments):
+        calls.append(name)
+        if len(calls) == 4:  # the second round's first set-up (the rounds rotate)
+            raise failure
+        return {"iteration": 0.1 + 0.01 * len(calls), "step": 0.1, "transfer": 0.0,
+                "rendering": 0.0, "mpi": "MPICH"}  # fmt: skip
+
+    monkeypatch.setattr(insitu, "run_variant", run_variant)
+    variants = ["transit Discard, 1 reader", "in situ"]
+    document = insitu.run_insitu_benchmark(1, 8, 20, 5, 3, variants=variants)
+    reason = "interrupted" if failure is KeyboardInterrupt else "reader: a reader failed"
+    assert document["stopped"] == {"round": 2, "set_up": variants[0], "reason": reason,
+                                   "rounds_completed": 1}  # fmt: skip
+    assert [len(entry["samples"]) for entry in document["results"]] == [1, 1, 1]
+    # Before a complete round there is nothing to keep: the error itself.
+    calls[:] = [None, None, None]
+    with pytest.raises(type(failure) if isinstance(failure, Exception) else failure):
+        insitu.run_insitu_benchmark(1, 8, 20, 5, 3, variants=variants)
+
+
+def test_bench_insitu_saves_the_complete_rounds_and_says_why_it_stopped(monkeypatch, tmp_path):
+    from tachyflow.bench import insitu
+    from tachyflow.cli import main
+
+    calls = []
+
+    def run_variant(name, *arguments):
+        calls.append(name)
+        if len(calls) == 3:
+            raise RuntimeError("in situ: the run failed:\n[step 7] not finite")
+        return {"iteration": 0.1, "step": 0.1, "transfer": 0.0, "rendering": 0.0, "mpi": "-"}
+
+    monkeypatch.setattr(insitu, "run_variant", run_variant)
+    arguments = ["bench", "insitu", "-n", "1", "--grid", "8", "--steps", "20", "--repeats", "3"]
+    assert main([*arguments, "--variants", "in situ", "-o", str(tmp_path)]) == 1
+    (saved,) = tmp_path.glob("insitu_*.json")
+    assert json.loads(saved.read_text())["stopped"]["rounds_completed"] == 1
+
+
 def test_threads_started_on_the_spare_cores_stay_there(monkeypatch):
     import os
     import threading

@@ -215,6 +215,9 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
             f"{name}: the run of {steps} steps took longer than {timeout:g} s: give "
             f"--timeout more seconds or the run fewer --steps"
         ) from None
+    except BaseException:  # interrupted (Ctrl-C): no reader left waiting for a writer
+        stop_processes(reader_processes)
+        raise
     if run.returncode:
         stop_processes(reader_processes)
         raise RuntimeError(f"{name}: the run failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
@@ -268,7 +271,12 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
     """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module).
     With ``pin``, ranks and readers on cores of their own where there are enough (the
     cores are recorded in ``params["cores"]``); ``precision``: of the stream's values;
-    ``duty_cycle``: (steps on, steps off) of the visualisation, measured within each run."""
+    ``duty_cycle``: (steps on, steps off) of the visualisation, measured within each run.
+
+    A run that fails (RuntimeError) or an interrupt (KeyboardInterrupt) after a complete
+    round ends the rounds there: the document holds the complete rounds and
+    ``document["stopped"]`` says where and why (a round left unfinished is left out: its
+    set-ups would lack their baseline). Before a complete round, the error propagates."""
     names = list(VARIANTS) if variants is None else list(variants)
     unknown = [name for name in names if name not in VARIANTS]
     if unknown:
@@ -300,14 +308,23 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         for repeat in range(repeats):
             # Rotate the order each round so no set-up always runs first.
             order = names[repeat % len(names) :] + names[: repeat % len(names)]
-            for name in order:
-                if progress:
-                    progress(f"round {repeat + 1}/{repeats}: {name}")
-                started = clock.perf_counter()
-                entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
-                                    timeout, pin, precision, duty_cycle)  # fmt: skip
-                entry["wall"] = clock.perf_counter() - started
-                samples[name].append(entry)
+            try:
+                for name in order:
+                    if progress:
+                        progress(f"round {repeat + 1}/{repeats}: {name}")
+                    started = clock.perf_counter()
+                    entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
+                                        timeout, pin, precision, duty_cycle)  # fmt: skip
+                    entry["wall"] = clock.perf_counter() - started
+                    samples[name].append(entry)
+            except (RuntimeError, KeyboardInterrupt) as error:
+                if repeat == 0:
+                    raise
+                reason = str(error) if isinstance(error, RuntimeError) else "interrupted"
+                document["stopped"] = {"round": repeat + 1, "set_up": name, "reason": reason,
+                                       "rounds_completed": repeat}  # fmt: skip
+                samples = {key: runs[:repeat] for key, runs in samples.items()}
+                break
     document["mpi"] = samples["none"][0]["mpi"]
     baseline = float(np.median([s["iteration"] for s in samples["none"]]))
     data_bytes = 4 * grid**3 * 8  # the solver's u, v, w, p (double precision)

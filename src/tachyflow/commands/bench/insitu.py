@@ -126,6 +126,14 @@ class Insitu(Benchmark):
                     f"{entry['writer_first_output'] * 1e3:.0f} ms)"
                 )
         console.print(f"wrote {json_path} and {png_path}")
+        stopped = document.get("stopped")
+        if stopped:
+            console.print(
+                f"[red]stopped in round {stopped['round']} at {stopped['set_up']}: the "
+                f"{stopped['rounds_completed']} complete round(s) are above and saved[/red]"
+            )
+            console.print(stopped["reason"], markup=False)
+            return 130 if stopped["reason"] == "interrupted" else 1
         return 0
 
 
