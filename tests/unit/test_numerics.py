@@ -39,8 +39,9 @@ def test_batched_thomas_matches_dense_solves(periodic, dtype):
     assert np.abs(result - expected).max() < 1e-12
 
 
-def test_complex_lines_solve_as_their_real_and_imaginary_parts_in_any_layout():
-    # The complex kernel reads a line's values as float64 pairs: the same operations as
+@pytest.mark.parametrize("periodic", [False, True])
+def test_complex_lines_solve_as_their_real_and_imaginary_parts_in_any_layout(periodic):
+    # The complex kernels read a line's values as float64 pairs: the same operations as
     # two real solves, bit for bit; a right-hand side strided along its last axis too.
     rng = np.random.default_rng(11)
     n0, n, n2 = 4, 9, 6
@@ -51,15 +52,19 @@ def test_complex_lines_solve_as_their_real_and_imaginary_parts_in_any_layout():
     pinned[0, 0] = True
     real, imaginary = rng.standard_normal((2, n0, n, n2))
     complex_result = solve_tridiagonal_lines(
-        lower, diagonal, upper, real + 1j * imaginary, shift, pinned
+        lower, diagonal, upper, real + 1j * imaginary, shift, pinned, periodic=periodic
     )
     for part, values in ((complex_result.real, real), (complex_result.imag, imaginary)):
-        expected = solve_tridiagonal_lines(lower, diagonal, upper, values.copy(), shift, pinned)
+        expected = solve_tridiagonal_lines(
+            lower, diagonal, upper, values.copy(), shift, pinned, periodic=periodic
+        )
         assert np.array_equal(part, expected)
     assert np.all(complex_result[0, 0, 0] == 0.0)
     strided = np.zeros((n0, n, 2 * n2), dtype=np.complex128)
     strided[:, :, ::2] = real + 1j * imaginary
-    solve_tridiagonal_lines(lower, diagonal, upper, strided[:, :, ::2], shift, pinned)
+    solve_tridiagonal_lines(
+        lower, diagonal, upper, strided[:, :, ::2], shift, pinned, periodic=periodic
+    )
     assert np.array_equal(strided[:, :, ::2], complex_result)
     assert not strided[:, :, 1::2].any()
 

@@ -76,50 +76,72 @@ def _open_solver(parts: int):
 _SOLVE_OPEN = {np.dtype(np.float64): _open_solver(1), np.dtype(np.complex128): _open_solver(2)}
 
 
-@kernel(error_model="numpy")
-def _solve_cyclic(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pragma: no cover
-    # Sherman–Morrison: A = T + u v^T with u = (gamma, 0, ..., 0, upper[-1]),
-    # v = (1, 0, ..., 0, lower[0] / gamma); T is A with the corners folded into its diagonal.
-    n0, n, n2 = rhs.shape
-    alpha = lower[0]
-    beta = upper[n - 1]
-    for i in range(n0):
-        for k in range(n2):
-            gamma = -(diagonal[0] + shift[i, k])
-            if pinned[i, k]:
-                # x[0] = 0 removes both corner couplings: an open system.
-                factor[0, k] = 0.0
-                rhs[i, 0, k] = 0.0
-                z[0, k] = 0.0
-            else:
-                pivot = diagonal[0] + shift[i, k] - gamma
-                factor[0, k] = upper[0] / pivot
-                rhs[i, 0, k] = rhs[i, 0, k] / pivot
-                z[0, k] = gamma / pivot
-        for j in range(1, n):
-            last = j == n - 1
+def _cyclic_solver(parts: int):
+    """The cyclic systems' kernel for right-hand sides of ``parts`` float64 values per
+    unknown (as :func:`_open_solver`)."""
+
+    @kernel(error_model="numpy")
+    def solve(lower, diagonal, upper, shift, pinned, rhs, factor, z):  # pragma: no cover
+        # Sherman–Morrison: A = T + u v^T with u = (gamma, 0, ..., 0, upper[-1]),
+        # v = (1, 0, ..., 0, lower[0] / gamma); T is A with the corners folded into its
+        # diagonal. z solves T z = u: per line, real.
+        n0, n, _ = rhs.shape
+        n2 = shift.shape[1]
+        alpha = lower[0]
+        beta = upper[n - 1]
+        pivot = np.empty(n2)
+        scale = np.empty(parts * n2)
+        for i in range(n0):
+            plane = rhs[i]
+            row = plane[0]
             for k in range(n2):
-                diagonal_j = diagonal[j] + shift[i, k]
-                if last and not pinned[i, k]:
-                    gamma = -(diagonal[0] + shift[i, k])
-                    diagonal_j -= alpha * beta / gamma
-                pivot = diagonal_j - lower[j] * factor[j - 1, k]
-                factor[j, k] = upper[j] / pivot
-                rhs[i, j, k] = (rhs[i, j, k] - lower[j] * rhs[i, j - 1, k]) / pivot
-                source = beta if last else 0.0
-                z[j, k] = (source - lower[j] * z[j - 1, k]) / pivot
-        for j in range(n - 2, -1, -1):
-            for k in range(n2):
-                rhs[i, j, k] -= factor[j, k] * rhs[i, j + 1, k]
-                z[j, k] -= factor[j, k] * z[j + 1, k]
-        for k in range(n2):
-            if not pinned[i, k]:
                 gamma = -(diagonal[0] + shift[i, k])
-                numerator = rhs[i, 0, k] + alpha * rhs[i, n - 1, k] / gamma
+                # x[0] = 0 removes both corner couplings of a pinned line: an open system.
+                pivot[k] = 1.0 if pinned[i, k] else diagonal[0] + shift[i, k] - gamma
+                factor[0, k] = 0.0 if pinned[i, k] else upper[0] / pivot[k]
+                z[0, k] = 0.0 if pinned[i, k] else gamma / pivot[k]
+            for k in range(n2):
+                for value in range(parts * k, parts * k + parts):
+                    row[value] = 0.0 if pinned[i, k] else row[value] / pivot[k]
+            for j in range(1, n):
+                last = j == n - 1
+                source = beta if last else 0.0
+                for k in range(n2):
+                    diagonal_j = diagonal[j] + shift[i, k]
+                    if last and not pinned[i, k]:
+                        diagonal_j -= alpha * beta / -(diagonal[0] + shift[i, k])
+                    pivot[k] = diagonal_j - lower[j] * factor[j - 1, k]
+                    factor[j, k] = upper[j] / pivot[k]
+                    z[j, k] = (source - lower[j] * z[j - 1, k]) / pivot[k]
+                row, above = plane[j], plane[j - 1]
+                for k in range(n2):
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] = (row[value] - lower[j] * above[value]) / pivot[k]
+            for j in range(n - 2, -1, -1):
+                row, below = plane[j], plane[j + 1]
+                for k in range(n2):
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] -= factor[j, k] * below[value]
+                    z[j, k] -= factor[j, k] * z[j + 1, k]
+            for k in range(n2):
+                gamma = -(diagonal[0] + shift[i, k])
                 denominator = 1.0 + z[0, k] + alpha * z[n - 1, k] / gamma
-                scale = numerator / denominator
-                for j in range(n):
-                    rhs[i, j, k] -= scale * z[j, k]
+                for value in range(parts * k, parts * k + parts):
+                    numerator = plane[0, value] + alpha * plane[n - 1, value] / gamma
+                    scale[value] = 0.0 if pinned[i, k] else numerator / denominator
+            for j in range(n):
+                row = plane[j]
+                for k in range(n2):
+                    for value in range(parts * k, parts * k + parts):
+                        row[value] -= scale[value] * z[j, k]
+
+    return solve
+
+
+_SOLVE_CYCLIC = {
+    np.dtype(np.float64): _cyclic_solver(1),
+    np.dtype(np.complex128): _cyclic_solver(2),
+}
 
 
 def solve_tridiagonal_lines(
@@ -186,18 +208,19 @@ def solve_tridiagonal_lines(
             )
     if rhs.size == 0:
         return rhs
+    if periodic and n < 3:
+        raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
+    # The kernels read the lines' values as float64, side by side along the last axis.
+    values = rhs if rhs.strides[2] == rhs.itemsize else rhs.copy()
     if periodic:
-        if n < 3:
-            raise ValueError(f"cyclic tridiagonal systems need at least 3 unknowns, got {n}")
-        _solve_cyclic(*bands, shift, pinned, rhs, np.empty((n, n2)), np.empty((n, n2)))
+        scratch = (np.empty((n, n2)), np.empty((n, n2)))
+        _SOLVE_CYCLIC[rhs.dtype](*bands, shift, pinned, values.view(np.float64), *scratch)
     else:
         if scaled is None:  # adding 0.0 changes no value: the plain systems, bit for bit
             scaled, weights = np.zeros((n0, n2)), np.zeros(n)
-        # The kernel reads the lines' values as float64, side by side along the last axis.
-        values = rhs if rhs.strides[2] == rhs.itemsize else rhs.copy()
         _SOLVE_OPEN[rhs.dtype](*bands, shift, scaled, weights, pinned, values.view(np.float64))
-        if values is not rhs:
-            rhs[...] = values
+    if values is not rhs:
+        rhs[...] = values
     return rhs
 
 
