@@ -135,8 +135,12 @@ def test_a_run_past_the_bench_timeout_is_stopped_with_the_option_to_change():
         run_insitu_benchmark(1, 8, 2, 1, 1, variants=["none"], timeout=0.2)
 
 
-@pytest.mark.parametrize("failure", [RuntimeError("reader: a reader failed"), KeyboardInterrupt])
-def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, tmp_path, failure):
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [(RuntimeError("reader: a reader failed"), "reader: a reader failed"),
+     (KeyboardInterrupt(), "interrupted")],
+)  # fmt: skip
+def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, failure, reason):
     from tachyflow.bench import insitu
 
     calls = []
@@ -151,13 +155,13 @@ def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, tmp_path, failu
     monkeypatch.setattr(insitu, "run_variant", run_variant)
     variants = ["transit Discard, 1 reader", "in situ"]
     document = insitu.run_insitu_benchmark(1, 8, 20, 5, 3, variants=variants)
-    reason = "interrupted" if failure is KeyboardInterrupt else "reader: a reader failed"
+    interrupted = isinstance(failure, KeyboardInterrupt)
     assert document["stopped"] == {"round": 2, "set_up": variants[0], "reason": reason,
-                                   "rounds_completed": 1}  # fmt: skip
+                                   "interrupted": interrupted, "rounds_completed": 1}  # fmt: skip
     assert [len(entry["samples"]) for entry in document["results"]] == [1, 1, 1]
     # Before a complete round there is nothing to keep: the error itself.
     calls[:] = [None, None, None]
-    with pytest.raises(type(failure) if isinstance(failure, Exception) else failure):
+    with pytest.raises(type(failure)):
         insitu.run_insitu_benchmark(1, 8, 20, 5, 3, variants=variants)
 
 

@@ -320,8 +320,10 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
             except (RuntimeError, KeyboardInterrupt) as error:
                 if repeat == 0:
                     raise
-                reason = str(error) if isinstance(error, RuntimeError) else "interrupted"
-                document["stopped"] = {"round": repeat + 1, "set_up": name, "reason": reason,
+                interrupted = isinstance(error, KeyboardInterrupt)
+                document["stopped"] = {"round": repeat + 1, "set_up": name,
+                                       "reason": "interrupted" if interrupted else str(error),
+                                       "interrupted": interrupted,
                                        "rounds_completed": repeat}  # fmt: skip
                 samples = {key: runs[:repeat] for key, runs in samples.items()}
                 break

@@ -133,7 +133,7 @@ class Insitu(Benchmark):
                 f"{stopped['rounds_completed']} complete round(s) are above and saved[/red]"
             )
             console.print(stopped["reason"], markup=False)
-            return 130 if stopped["reason"] == "interrupted" else 1
+            return 130 if stopped["interrupted"] else 1
         return 0
 
 
