@@ -97,6 +97,11 @@ def read(arguments) -> int:
             _log(arguments.log, f"step {step} {time_value!r}")
             if arguments.out is not None:
                 received.update({f"{step}:{name}": values for name, values in fields.items()})
+                # Where each array lies in the grid: the box the writer sent.
+                received.update(
+                    {f"{step}:{name}:box": np.array([*box.start, *box.shape])
+                     for name, box in reader.boxes.items()}
+                )  # fmt: skip
             steps += 1
             if arguments.max_steps and steps >= arguments.max_steps:
                 break

@@ -104,3 +104,49 @@ def test_probe_values_reproduce_a_linear_field_and_cadence_follows_time():
     cadence = Cadence(0, 0.25)
     due = [cadence.due(step, 0.1 * step) for step in range(1, 11)]
     assert due == [False, False, True, False, True, False, False, True, False, True]
+
+
+PIPE = """
+[case]
+solver = "cylindrical"
+[grid]
+cells = [6, 8, 9]
+[cylinder]
+length = 1.0
+radius = 1.0
+stretching = 1.5
+[flow]
+viscosity = 0.01
+initial = "perturbed-pipe"
+perturbation = 0.3
+"""
+
+
+@pytest.mark.parallel([1, 2, 3])
+@pytest.mark.parametrize("case", [CASE, PIPE], ids=["cartesian", "cylindrical"])
+def test_fields_made_on_a_box_are_those_cells_of_the_whole_fields(case):
+    # What a transit step carries of a field only slices draw: this rank's part of a box.
+    from tachyflow.insitu.boxes import CellBox
+    from tachyflow.solvers.base import solver_class
+
+    parsed = config.parse(case, "box.toml")
+    solver = solver_class(parsed.case.solver).from_case(parsed, MPI.COMM_WORLD, "estimate")
+    try:
+        solver.step(0.01)
+        own = solver.decomposition.pencil("y")
+        # Across every rank's piece; inside some (those of the others empty).
+        boxes = [CellBox((0, 1, 0), (6, 3, 9)), CellBox((1, 2, 3), (4, 5, 2)),
+                 CellBox((0, 0, 8), (6, 8, 1))]  # fmt: skip
+        for box in boxes:
+            part = box.intersection(own)
+            if part.size == 0:
+                continue
+            cells = part.within(own)
+            for name in ("u", "v", "w", "p"):
+                whole = solver.cell_field(name)
+                made = solver.cell_field(name, out=np.empty(part.shape), cells=cells)
+                assert np.array_equal(made, whole[cells]), (name, box)
+            whole = solver.cell_speed(np.empty(own.shape))
+            assert np.array_equal(solver.cell_speed(np.empty(part.shape), cells), whole[cells])
+    finally:
+        solver.free()

@@ -17,6 +17,7 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
+from tachyflow.insitu.boxes import CellBox
 from tachyflow.insitu.transit import ATTACH_STEPS, StreamInUseError, TransitWriter
 from tachyflow.parallel import PencilDecomposition
 from tests.transit_peer import expected_field, log_lines, peer_process, wait_until
@@ -40,12 +41,21 @@ def steps_read(log: Path) -> list[int]:
     return [int(line.split()[1]) for line in log_lines(log) if line.startswith("step ")]
 
 
-def pieces(decomposition, step: int) -> dict[str, np.ndarray]:
-    """This rank's pieces at ``step``: ``u`` contiguous, ``p`` a strided interior view."""
-    slices = decomposition.pencils["y"].slices
-    u = np.ascontiguousarray(expected_field(SHAPE, "u", step, FIELDS)[slices])
-    ghosted = np.pad(expected_field(SHAPE, "p", step, FIELDS)[slices], 1)
-    return {"u": u, "p": ghosted[1:-1, 1:-1, 1:-1]}
+# Boxes within SHAPE that x and z slabs of 1-3 ranks cut in every way: across all of them,
+# and (z slabs) on some ranks only, an aggregator's own piece empty at 3 ranks.
+BOXES = {"u": CellBox((1, 0, 2), (5, 5, 3)), "p": CellBox((0, 1, 5), (7, 2, 1))}
+
+
+def pieces(decomposition, step: int, boxes=None) -> dict[str, np.ndarray]:
+    """This rank's pieces at ``step``: ``u`` contiguous, ``p`` a strided interior view; of
+    a field with a box in ``boxes``, the part inside it."""
+    pencil = decomposition.pencils["y"]
+
+    def part(name: str) -> np.ndarray:
+        own = boxes[name].intersection(pencil) if name in (boxes or {}) else pencil
+        return expected_field(SHAPE, name, step, FIELDS)[own.slices]
+
+    return {"u": np.ascontiguousarray(part("u")), "p": np.pad(part("p"), 1)[1:-1, 1:-1, 1:-1]}
 
 
 def write_until(writer, decomposition, step: int, condition, interval: float) -> int:
@@ -66,16 +76,17 @@ def write_until(writer, decomposition, step: int, condition, interval: float) ->
 
 
 def received_exactly(npz: Path) -> tuple[list[int], list[str]]:
-    """Steps in a reader's output and the keys whose values differ from the expected."""
+    """Steps in a reader's output and the keys whose values differ from the expected (on
+    the box the reader says the writer sent)."""
     with np.load(npz) as received:
-        wrong = [
-            key
-            for key in received.files
-            if not np.array_equal(
-                received[key], expected_field(SHAPE, key.split(":")[1], int(key.split(":")[0]))
-            )
-        ]
-        steps = sorted({int(key.split(":")[0]) for key in received.files})
+        values = [key for key in received.files if not key.endswith(":box")]
+        wrong = []
+        for key in values:
+            step, name = int(key.split(":")[0]), key.split(":")[1]
+            box = CellBox(*np.split(received[f"{key}:box"], 2))
+            if not np.array_equal(received[key], expected_field(SHAPE, name, step)[box.slices]):
+                wrong.append(key)
+        steps = sorted({int(key.split(":")[0]) for key in values})
     return steps, wrong
 
 
@@ -125,8 +136,9 @@ def test_reassembly_from_aggregator_streams_is_exact(tmp_path_factory, layout, a
             # Attaching completes at the writer's next steps: write until it has.
             attached = functools.partial(logged, log, "attached")
             last = write_until(writer, decomposition, 0, attached, 0.05) + 2
-            for step in range(last - 2, last + 1):
-                writer.write(step, 0.1 * step, pieces(decomposition, step))
+            for step in range(last - 2, last + 1):  # whole fields and boxes, alternately
+                boxes = BOXES if step % 2 else None
+                writer.write(step, 0.1 * step, pieces(decomposition, step, boxes), (), boxes)
             buffers, data = writer.buffer_bytes, writer.step_bytes
             aggregator = writer.is_aggregator
             writer.close()
@@ -336,6 +348,15 @@ def test_bad_input_and_a_second_writer_raise_on_every_rank(tmp_path_factory):
                 writer.write(0, 0.0, bad)
             with pytest.raises(ValueError, match="unknown fields \\['w'\\]"):
                 writer.write(0, 0.0, {"w": pieces(decomposition, 0)["u"]})
+            with pytest.raises(ValueError, match="box of 'u' must hold cells of the grid"):
+                outside = {"u": CellBox((0, 0, 5), (7, 5, 2))}
+                writer.write(0, 0.0, pieces(decomposition, 0), (), outside)
+            with pytest.raises(ValueError, match="'u' must be this rank's y-pencil piece inside"):
+                writer.write(0, 0.0, pieces(decomposition, 0), (), {"u": BOXES["u"]})
+            if comm.size > 1:
+                own = {"u": CellBox((0, 0, comm.rank), (7, 5, 1))}
+                with pytest.raises(ValueError, match="field names and boxes on every rank"):
+                    writer.write(0, 0.0, pieces(decomposition, 0, own), (), own)
             writer.write(3, 0.3, pieces(decomposition, 3))
             with pytest.raises(ValueError, match="steps must increase: got 3 after 3"):
                 writer.write(3, 0.3, pieces(decomposition, 3))

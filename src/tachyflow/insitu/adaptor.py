@@ -6,9 +6,9 @@ cell-centred fields with one ghost layer (one halo exchange per field), then
 
 - ``insitu`` pipelines: every rank extracts its piece, rank 0 gathers and draws
   (``images/<pipeline>_<step>.png``);
-- ``transit`` pipelines: the fields they need go to the in-transit stream
-  (:class:`~tachyflow.insitu.transit.TransitWriter`); ``tachyflow transit-render`` draws
-  them in other processes, which may come and go;
+- ``transit`` pipelines: the fields they need, on the cells they read (two layers for a
+  slice), go to the in-transit stream (:class:`~tachyflow.insitu.transit.TransitWriter`);
+  ``tachyflow transit-render`` draws them in other processes, which may come and go;
 
 and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures for
 ``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
@@ -97,18 +97,31 @@ class VisualisationAdaptor:
             self._centred_buffers[key] = np.empty(shape, dtype=dtype)
         return self._centred_buffers[key]
 
-    def centred_fields(self, names, ghosted=(), dtype=np.float64) -> dict[str, np.ndarray]:
+    def centred_fields(
+        self, names, ghosted=(), dtype=np.float64, boxes=None
+    ) -> dict[str, np.ndarray]:
         """Cell-centred ``names`` (u, v, w, p, speed) on this rank's cells, of ``dtype``;
-        those also in ``ghosted`` on a ghosted piece (a halo exchange each: collective)."""
+        those also in ``ghosted`` on a ghosted piece (a halo exchange each: collective).
+        ``boxes`` (name to :class:`~tachyflow.insitu.boxes.CellBox`, not with ``ghosted``):
+        only this rank's cells inside each field's box are made."""
         halo = self.solver.halo
+        own = self.decomposition.pencil("y")
         fields = {}
         for name in names:
             # Made directly in the buffer's type: no second pass to convert.
             out = self._buffer(name, dtype)
-            if name == "speed":
-                fields[name] = self.solver.cell_speed(out)
+            cells = None
+            if boxes is not None:
+                part = boxes[name].intersection(own)
+                if part.shape != own.shape:
+                    cells = part.within(own)
+                    out = out.reshape(-1)[: part.size].reshape(part.shape)
+            if out.size == 0:
+                fields[name] = out
+            elif name == "speed":
+                fields[name] = self.solver.cell_speed(out, cells)
             else:
-                fields[name] = self.solver.cell_field(name, out=out)
+                fields[name] = self.solver.cell_field(name, out=out, cells=cells)
             if name in ghosted:
                 if name not in self._scratch:
                     self._scratch[name] = halo.allocate()
@@ -145,10 +158,15 @@ class VisualisationAdaptor:
                 self._run_in_situ(pipeline, fields, step, time)
         if transit:
             first = started = clock.perf_counter()
-            names = dict.fromkeys(name for p in transit for name in p.fields)
-            fields = self.centred_fields(names, dtype=self._transit.dtype)
+            # Each field on the cells its due pipelines read (a slice's two layers).
+            boxes = {}
+            for pipeline in transit:
+                for name in pipeline.fields:
+                    cells = pipeline.cells
+                    boxes[name] = boxes[name].union(cells) if name in boxes else cells
+            fields = self.centred_fields(boxes, dtype=self._transit.dtype, boxes=boxes)
             started = self._timed("prepare", started)
-            self._transit.write(step, time, fields, [p.name for p in transit])
+            self._transit.write(step, time, fields, [p.name for p in transit], boxes)
             self._transit_outputs.append(self._timed("transfer", started) - first)
         if self._monitor is not None:
             self._publish(metrics)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tachyflow.insitu.boxes import CellBox
 from tachyflow.numerics.grid import StaggeredGrid
 
 AXIS_NAMES = "xyz"
@@ -338,6 +339,20 @@ def _layers(grid: StaggeredGrid, axis: int, position: float) -> tuple[int, float
     if position == centres[layer]:
         return layer, 0.0
     return layer, (position - centres[layer]) / (centres[layer + 1] - centres[layer])
+
+
+def slice_cells(grid: StaggeredGrid, axis, position: float) -> CellBox:
+    """The cells whose values :func:`extract_slice` reads for the plane ``axis =
+    position``: the layer below it, and the layer above unless the plane passes through the
+    centres below; the whole axis when the layer above wraps past the end of a periodic
+    axis (the image of the first layer)."""
+    axis = _check_axis(axis)
+    layer, weight = _layers(grid, axis, float(position))
+    count = 1 if weight == 0.0 else 2
+    start, shape = [0, 0, 0], list(grid.shape)
+    if layer + count <= grid.shape[axis]:
+        start[axis], shape[axis] = layer, count
+    return CellBox(tuple(start), tuple(shape))
 
 
 def extract_slice(

@@ -3,9 +3,11 @@
 A pipeline turns cell-centred fields into a picture (or a probe record) in three steps,
 so the same code serves in situ and in transit:
 
-1. ``extract`` on a piece of the fields with one ghost layer (a rank's piece in situ, the
-   whole periodically padded field in transit): an isosurface, the piece's part of a
-   slice, or the probe points the piece holds;
+1. ``extract`` on a piece of the fields with one ghost layer (a rank's piece in situ; in
+   transit the cells the pipeline reads, :attr:`Pipeline.cells`, periodically padded:
+   the whole grid, or two layers for a slice, since a step carries each field only on the
+   cells its due pipelines read): an isosurface, the piece's part of a slice, or the
+   probe points the piece holds;
 2. ``gather`` the pieces on one process (collective; nothing to do with one piece);
 3. ``draw`` on that process: VTK for isosurfaces and slices, matplotlib for probe
    histories and statistics.
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from tachyflow.errors import ConfigError
-from tachyflow.insitu.extract import extract_isosurface, extract_slice
+from tachyflow.insitu.boxes import CellBox
+from tachyflow.insitu.extract import extract_isosurface, extract_slice, slice_cells
 from tachyflow.io.files import replacing
 from tachyflow.registry import Registry
 
@@ -84,7 +87,9 @@ class Cadence:
 
 
 def padded(field: np.ndarray) -> np.ndarray:
-    """A whole periodic field with the one-cell ghost layer a piece would have."""
+    """Cells of a field with the one-cell ghost layer a piece would have, filled
+    periodically: the true ghosts along periodic axes the cells span whole (a slice's
+    layers need none along its normal)."""
     return np.pad(field, 1, mode="wrap")
 
 
@@ -131,6 +136,12 @@ class Pipeline:
         self.fields = tuple(dict.fromkeys((section.field, section.colour_by or section.field)))
         self.value_range = None if section.range == (0.0, 0.0) else section.range
 
+    @property
+    def cells(self) -> CellBox:
+        """The global cells whose values :meth:`extract` reads: what a transit step must
+        carry of :attr:`fields` for this pipeline (the whole grid unless a kind says less)."""
+        return CellBox.whole(self.grid.shape)
+
     # -- 1: extract on a ghosted piece -------------------------------------------------
 
     def extract(self, fields: dict[str, np.ndarray], start):
@@ -171,6 +182,11 @@ class SlicePipeline(Pipeline):
     """``field`` on the plane ``plane`` at ``position`` along its normal (VTK)."""
 
     draws_scene = True
+
+    @property
+    def cells(self) -> CellBox:
+        """The one or two cell layers the plane is interpolated from."""
+        return slice_cells(self.grid, PLANE_NORMALS[self.section.plane], self.section.position)
 
     def extract(self, fields, start):
         section = self.section

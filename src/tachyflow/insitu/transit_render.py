@@ -3,13 +3,14 @@
 A reader attaches to the run's transit streams (:class:`~tachyflow.insitu.transit.TransitReader`)
 — before the run starts, while it runs, or again after an earlier reader left — and for
 every step it receives draws the pipelines that the run marked due at that step, with the
-same extract and draw code as in situ (whole fields padded periodically stand for a piece
-with its ghost layer). With ``-n M`` there are M readers; reader ``r`` draws the pipelines
-whose position in the case file is ``r`` modulo M, so they share the rendering. Pictures
-go to ``RUN_DIR/transit-images/`` (or ``--output``); each reader writes a summary
+same extract and draw code as in situ (the cells a pipeline reads, the whole grid or a
+slice's two layers, padded periodically stand for a piece with its ghost layer). With
+``-n M`` there are M readers; reader ``r`` draws the pipelines whose position in the case
+file is ``r`` modulo M, so they share the rendering. Pictures go to
+``RUN_DIR/transit-images/`` (or ``--output``); each reader writes a summary
 (``transit-render-<r>.json``: steps, skipped steps, time spent, peak memory) when it
-stops: at the end of the run, when the run dies, on Ctrl-C or SIGTERM (it then detaches and
-the run goes on).
+stops: at the end of the run, when the run dies, on Ctrl-C or SIGTERM (it then detaches
+and the run goes on).
 """
 
 from __future__ import annotations
@@ -123,10 +124,15 @@ def render_in_transit(
                 pipeline = pipelines.get(name)
                 if pipeline is None:
                     continue
+                # The cells the pipeline reads, out of those the step carries.
+                cells = pipeline.cells
                 for field in pipeline.fields:
-                    if field not in ghosted:
-                        ghosted[field] = padded(fields[field])
-                piece = pipeline.extract(ghosted, (0, 0, 0))
+                    if (field, cells) not in ghosted:
+                        inside = cells.within(reader.boxes[field])
+                        ghosted[field, cells] = padded(fields[field][inside])
+                piece = pipeline.extract(
+                    {field: ghosted[field, cells] for field in pipeline.fields}, cells.start
+                )
                 history = _history(run_dir) if pipeline.draws_history else []
                 pipeline.draw(renderer, piece, folder, step, time, history)
                 summary["drawn"] += 1

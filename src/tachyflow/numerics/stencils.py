@@ -494,6 +494,15 @@ def centred_component(field, axis: int, out: np.ndarray, divisors: np.ndarray | 
     return out
 
 
+def owned_window(field: np.ndarray, cells=None) -> np.ndarray:
+    """The view of a ghosted array (halo 1) that holds the owned cells ``cells`` (three
+    slices of owned-cell indices, with start and stop) and their ghosts: what the centring
+    kernels read to make those cells only. ``field`` itself when ``cells`` is None."""
+    if cells is None:
+        return field
+    return field[tuple(slice(part.start, part.stop + 2) for part in cells)]
+
+
 @kernel(error_model="numpy")
 def _convective_rate(u, v, w, inverse_dx, inverse_widths, inverse_dz):  # pragma: no cover
     nx, ny, nz = u.shape

@@ -554,25 +554,30 @@ class CylindricalSolver(PencilSolver):
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
-    def cell_field(self, name: str, out: np.ndarray | None = None) -> np.ndarray:
+    def cell_field(self, name: str, out: np.ndarray | None = None, cells=None) -> np.ndarray:
         """This rank's ``u`` (axial), ``v`` (radial), ``w`` (azimuthal) velocity or ``p`` at
-        cell centres, without ghosts."""
+        cell centres, without ghosts (into ``out`` when given); only its cells ``cells``
+        (three slices of the piece's own cells) when given."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        face_values = self.q if name == "v" else getattr(self, name)
+        field = cartesian_stencils.owned_window(face_values, cells)
         if out is None:
-            out = np.empty(tuple(n - 2 for n in self.p.shape))
+            out = np.empty(tuple(n - 2 for n in field.shape))
         if name == "p":
-            out[...] = self.p[1:-1, 1:-1, 1:-1]
+            out[...] = field[1:-1, 1:-1, 1:-1]
             return out
         if name == "v":  # q = r u_r
-            return cartesian_stencils.centred_component(self.q, 1, out, self.grid.centres_y)
-        return cartesian_stencils.centred_component(getattr(self, name), "uvw".index(name), out)
+            radii = self.grid.centres_y[cells[1] if cells else slice(None)]
+            return cartesian_stencils.centred_component(field, 1, out, radii)
+        return cartesian_stencils.centred_component(field, "uvw".index(name), out)
 
-    def cell_speed(self, out: np.ndarray) -> np.ndarray:
-        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass)."""
-        return cartesian_stencils.centred_speed(
-            self.u, self.q, self.w, out, 1.0 / self.grid.centres_y
-        )
+    def cell_speed(self, out: np.ndarray, cells=None) -> np.ndarray:
+        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass);
+        only its cells ``cells`` when given, as in :meth:`cell_field`."""
+        radii = self.grid.centres_y[cells[1] if cells else slice(None)]
+        u, q, w = (cartesian_stencils.owned_window(f, cells) for f in (self.u, self.q, self.w))
+        return cartesian_stencils.centred_speed(u, q, w, out, 1.0 / radii)
 
     def _wall_stresses(self) -> tuple[float, float, float]:
         """Mean axial wall shear at the outer wall and the torques per unit length on the

@@ -496,24 +496,26 @@ class IncompressibleSolver(PencilSolver):
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
-    def cell_field(self, name: str, out: np.ndarray | None = None) -> np.ndarray:
+    def cell_field(self, name: str, out: np.ndarray | None = None, cells=None) -> np.ndarray:
         """This rank's piece of ``u``, ``v``, ``w`` (averaged from the faces) or ``p`` at
-        cell centres, without ghosts (into ``out`` when given)."""
+        cell centres, without ghosts (into ``out`` when given); only its cells ``cells``
+        (three slices of the piece's own cells) when given."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
-        field = getattr(self, name)
-        interior = self.halo.interior(field)
+        field = stencils.owned_window(getattr(self, name), cells)
         if out is None:
-            out = np.empty(interior.shape)
+            out = np.empty(tuple(n - 2 for n in field.shape))
         if name == "p":
-            out[...] = interior
+            out[...] = field[1:-1, 1:-1, 1:-1]
             return out
         # Each component sits half a cell up along its own axis.
         return stencils.centred_component(field, "uvw".index(name), out)
 
-    def cell_speed(self, out: np.ndarray) -> np.ndarray:
-        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass)."""
-        return stencils.centred_speed(self.u, self.v, self.w, out)
+    def cell_speed(self, out: np.ndarray, cells=None) -> np.ndarray:
+        """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass);
+        only its cells ``cells`` when given, as in :meth:`cell_field`."""
+        u, v, w = (stencils.owned_window(f, cells) for f in (self.u, self.v, self.w))
+        return stencils.centred_speed(u, v, w, out)
 
     def nonfinite_field(self) -> str | None:
         """``u``, ``v`` or ``w`` if it holds NaN or infinity on this rank, else None."""

@@ -81,39 +81,42 @@ class GroupAggregation:
         return sum(buffer.nbytes for buffer in held)
 
     def send(self, names, fields) -> float:
-        """A member's part: its pieces of ``names`` to the aggregator, in that order; the
-        seconds it took."""
+        """A member's part: its pieces of ``names`` (each the part of its pencil inside the
+        field's box, possibly empty) to the aggregator, in that order; the seconds it took."""
         started = clock.perf_counter()
-        if self._pencils[self._rank].size == 0:
-            return 0.0
         for name in names:
             piece = fields[name]
+            if piece.size == 0:
+                continue
             if not piece.flags.c_contiguous:
                 if self._copy is None:
-                    self._copy = np.empty(piece.shape, dtype=self._dtype)
-                self._copy[...] = piece
-                piece = self._copy
+                    self._copy = np.empty(self._pencils[self._rank].size, dtype=self._dtype)
+                copy = self._copy[: piece.size].reshape(piece.shape)
+                copy[...] = piece
+                piece = copy
             self._comm.Send(piece, dest=self.aggregator, tag=self._fields.index(name))
         return clock.perf_counter() - started
 
-    def _slot(self, user: int, rank: int) -> np.ndarray:
-        """The rotating buffer of the ``user``-th buffered piece, shaped as ``rank``'s piece."""
+    def _slot(self, user: int, shape) -> np.ndarray:
+        """The rotating buffer of the ``user``-th buffered piece, of ``shape``."""
         index = user % self._slot_count
         while len(self._slots) <= index:
             self._slots.append(np.empty(self._slot_elements, dtype=self._dtype))
-        shape = self._pencils[rank].shape
         return self._slots[index][: int(np.prod(shape))].reshape(shape)
 
-    def put(self, engine, variables, names, fields) -> float:
-        """The aggregator's part: every piece of the group into the step begun on ``engine``
-        (``variables``: the stream's ADIOS variables by name); the seconds spent waiting
-        for receives."""
+    def put(self, engine, variables, names, fields, boxes) -> float:
+        """The aggregator's part: every piece of the group (each its part of the field's
+        box in ``boxes``) into the step begun on ``engine`` (``variables``: the stream's
+        ADIOS variables by name); the seconds spent waiting for receives."""
         import adios2.bindings as adios
 
         transfer = 0.0
-        pieces = [
-            (name, rank) for name in names for rank in self._ranks if self._pencils[rank].size > 0
-        ]
+        parts = {
+            (name, rank): boxes[name].intersection(self._pencils[rank])
+            for name in names
+            for rank in self._ranks
+        }
+        pieces = [key for key, part in parts.items() if part.size > 0]
         # Pieces that pass through a buffer: the members' (received) and the aggregator's
         # own when strided (SST's Put reads memory as contiguous, whatever the strides).
         buffered = [
@@ -126,7 +129,7 @@ class GroupAggregation:
         def receive(user: int) -> None:
             name, rank = buffered[user]
             if rank != self._rank:
-                buffer = self._slot(user, rank)
+                buffer = self._slot(user, parts[name, rank].shape)
                 requests[user] = self._comm.Irecv(
                     buffer, source=rank, tag=self._fields.index(name)
                 )
@@ -135,11 +138,11 @@ class GroupAggregation:
             receive(user)
         user = 0
         for name, rank in pieces:
-            pencil = self._pencils[rank]
+            part = parts[name, rank]
             variable = variables[name]
-            variable.SetSelection([list(pencil.start), list(pencil.shape)])
+            variable.SetSelection([list(part.start), list(part.shape)])
             if (name, rank) == (buffered[user] if user < len(buffered) else None):
-                data = self._slot(user, rank)
+                data = self._slot(user, part.shape)
                 if rank == self._rank:
                     data[...] = fields[name]
                 else:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tachyflow.insitu.boxes import CellBox
 from tachyflow.insitu.transit.manifest import MANIFEST, read_manifest
 from tachyflow.insitu.transit.sst import (
     clashing,
@@ -105,9 +106,12 @@ class TransitReader:
     Notes
     -----
     Not MPI: one process. Iterating yields ``(step, time, fields)`` with ``fields`` a dict
-    of global arrays (fresh ones every step) and ends when the run closes its streams or
-    dies (see :attr:`end_status`). :attr:`pipelines` names the pipelines due at the step
-    last returned. :meth:`close` detaches; the run goes on, and a new reader may attach.
+    of arrays (fresh ones every step) and ends when the run closes its streams or dies
+    (see :attr:`end_status`). Each array holds the cells the writer sent of that field:
+    the whole grid, or the box :attr:`boxes` gives (a
+    :class:`~tachyflow.insitu.boxes.CellBox` per field, whole ones included).
+    :attr:`pipelines` names the pipelines due at the step last returned. :meth:`close`
+    detaches; the run goes on, and a new reader may attach.
     Once attached, the process's heap serves and keeps blocks of up to twice a step
     (:func:`~tachyflow.insitu.transit.sst.keep_step_buffers`): the fields and SST's buffers
     of each step then reuse memory already faulted in (at 128³, 376k → 120k page faults
@@ -129,6 +133,7 @@ class TransitReader:
         self.timeout = None if timeout is None else float(timeout)
         self.manifest: dict = {}
         self.pipelines: tuple[str, ...] = ()
+        self.boxes: dict[str, CellBox] = {}
         self.skipped = 0
         #: None while the run goes on; "end of stream" after it closed, "writer lost" if
         #: it died.
@@ -278,8 +283,11 @@ class TransitReader:
         first = self._streams[0]
         step, time = steps.pop(), float(first.value("time", np.float64))
         names = contents[0]["fields"]
+        whole = CellBox.whole(self.global_shape)
+        sent = contents[0].get("boxes", {})
+        boxes = {name: CellBox(*sent[name]) if name in sent else whole for name in names}
         dtype = np.dtype(self.manifest["dtype"])
-        fields = {name: np.empty(self.global_shape, dtype=dtype) for name in names}
+        fields = {name: np.empty(boxes[name].shape, dtype=dtype) for name in names}
         covered = dict.fromkeys(names, 0)
         copies = []
         for stream in self._streams:
@@ -291,9 +299,7 @@ class TransitReader:
                 for block in blocks:
                     start = [int(n) for n in block["Start"].split(",")]
                     count = [int(n) for n in block["Count"].split(",")]
-                    target = fields[name][
-                        tuple(slice(a, a + n) for a, n in zip(start, count, strict=True))
-                    ]
+                    target = fields[name][CellBox(start, count).within(boxes[name])]
                     variable.SetSelection([start, count])
                     if not target.flags.c_contiguous:
                         copies.append((target, np.empty(count, dtype=dtype)))
@@ -306,14 +312,14 @@ class TransitReader:
             target[...] = received
         for stream in self._streams:
             stream.release()
-        size = int(np.prod(self.global_shape))
-        missing = [name for name, cells in covered.items() if cells != size]
+        missing = [name for name, cells in covered.items() if cells != boxes[name].size]
         if missing:
             raise RuntimeError(
                 f"writer step {index} of {transit_folder(self.run_dir)} does not cover the "
-                f"grid for {missing}"
+                f"cells sent of {missing}"
             )
         self.pipelines = tuple(contents[0]["pipelines"])
+        self.boxes = boxes
         return step, time, fields
 
     def __iter__(self):

@@ -1,9 +1,10 @@
 """The transit writer: a run's fields, step by step, into one SST stream per aggregator.
 
 Every step of a stream holds ``step`` (int64), ``time`` (float64), ``content`` (a JSON
-string: writer id, aggregator count, group, the fields and the pipelines of this step) and
-one block per piece of those fields (the global ``(nx, ny, nz)`` array with the piece's
-start and shape). Checks whose outcome may differ between ranks go through
+string: writer id, aggregator count, group, the fields, the pipelines of this step and the
+boxes of the fields not sent whole) and one block per piece of those fields (the global
+``(nx, ny, nz)`` array with the piece's start and shape; of a field sent on a box, the
+part of each piece inside the box). Checks whose outcome may differ between ranks go through
 :mod:`tachyflow.parallel.agreement`, so every rank raises together.
 """
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from tachyflow import runtime
 from tachyflow.config import TRANSIT_PRECISIONS, TRANSIT_THREADS
+from tachyflow.insitu.boxes import CellBox
 from tachyflow.insitu.transit.aggregation import GroupAggregation, node_count
 from tachyflow.insitu.transit.manifest import write_manifest
 from tachyflow.insitu.transit.sst import (
@@ -189,6 +191,7 @@ class TransitWriter:
         )
         self.folder = transit_folder(run_dir)
         self.global_shape = decomposition.global_shape
+        self._whole = CellBox.whole(self.global_shape)
         self.timings: list[WriteTiming] = []
 
         self._comm = decomposition.comm.Dup()
@@ -354,6 +357,7 @@ class TransitWriter:
         time: float,
         fields: Mapping[str, np.ndarray],
         pipelines: Sequence[str] = (),
+        boxes: Mapping[str, CellBox] | None = None,
     ) -> None:
         """Send one step (collective).
 
@@ -365,9 +369,14 @@ class TransitWriter:
             Simulated time.
         fields : mapping of str to ndarray
             This rank's piece of each field sent (interior cells, any memory layout), a
-            subset of the writer's ``fields``, the same names on every rank.
+            subset of the writer's ``fields``, the same names on every rank: the whole
+            pencil, or the part of it inside the field's box.
         pipelines : sequence of str
             Names of the pipelines due at this step, passed on to the readers.
+        boxes : mapping of str to CellBox, optional
+            The global cells sent of some fields (the same on every rank; the others are
+            sent whole): each rank gives its pencil's part of the box, possibly empty, and
+            readers receive the box.
 
         Raises
         ------
@@ -381,21 +390,28 @@ class TransitWriter:
         if self._comm is None:
             raise ValueError("write() on a closed TransitWriter")
         started = clock.perf_counter()
-        problem = self._input_problem(step, time, fields, pipelines)
+        boxes = {} if boxes is None else boxes
+        problem = self._input_problem(step, time, fields, pipelines, boxes)
         if problem is not None:
             problem = ValueError(f"TransitWriter.write on rank {self._rank}: {problem}")
         agree(self._comm, problem)
         names = [name for name in self.fields if name in fields]
         mask = sum(1 << self.fields.index(name) for name in names)
         number = int(step)
-        # Each rank's input is valid; whether all ranks give the same step and fields is
-        # one MIN over (step, -step, mask, -mask): equal everywhere when min == max.
-        extremes = np.array([number, -number, mask, -mask], dtype=np.int64)
+        boxes = {name: boxes.get(name, self._whole) for name in names}
+        # Each rank's input is valid; whether all ranks give the same step, fields and
+        # boxes is one MIN over the values and their negatives: equal everywhere when
+        # min == max.
+        values = [number, mask]
+        for name in self.fields:
+            box = boxes.get(name, self._whole)
+            values += [*box.start, *box.shape]
+        extremes = np.array(values + [-value for value in values], dtype=np.int64)
         self._comm.Allreduce(MPI.IN_PLACE, extremes, op=MPI.MIN)
-        if extremes[0] != -extremes[1] or extremes[2] != -extremes[3]:
+        if np.any(extremes[: len(values)] != -extremes[len(values) :]):
             raise ValueError(
-                f"TransitWriter.write needs the same step and field names on every rank; "
-                f"steps range from {extremes[0]} to {-extremes[1]}"
+                f"TransitWriter.write needs the same step, field names and boxes on every "
+                f"rank; steps range from {extremes[0]} to {-extremes[len(values)]}"
             )
         if self._last_step is not None and number <= self._last_step:
             raise ValueError(
@@ -404,14 +420,14 @@ class TransitWriter:
         checked = clock.perf_counter()
         if self.is_aggregator:
             transfer, put, end_step = self._write_step(
-                number, float(time), names, fields, pipelines
+                number, float(time), names, fields, pipelines, boxes
             )
         else:
             transfer, put, end_step = self._aggregation.send(names, fields), 0.0, 0.0
         self._last_step = number
         self.timings.append(WriteTiming(number, checked - started, transfer, put, end_step))
 
-    def _input_problem(self, step, time, fields, pipelines) -> str | None:
+    def _input_problem(self, step, time, fields, pipelines, boxes) -> str | None:
         """What is wrong with this rank's arguments to :meth:`write`, or None."""
         if isinstance(step, bool) or not isinstance(step, Integral):
             return f"step must be an integer, got {step!r}"
@@ -422,12 +438,26 @@ class TransitWriter:
         unknown = [name for name in fields if name not in self.fields]
         if unknown:
             return f"unknown fields {unknown}; this writer sends {list(self.fields)}"
-        shape = self._pencils[self._rank].shape
+        if not isinstance(boxes, Mapping):
+            return f"boxes must map field names to CellBox, got {type(boxes).__name__}"
+        for name, box in boxes.items():
+            if name not in fields:
+                return f"a box for {name!r}, which is not sent; fields sent: {list(fields)}"
+            if not isinstance(box, CellBox):
+                return f"the box of {name!r} must be a CellBox, got {box!r}"
+            if box.size == 0 or box.intersection(self._whole) != box:
+                return (
+                    f"the box of {name!r} must hold cells of the grid of {self.global_shape} "
+                    f"cells, got {box}"
+                )
+        pencil = self._pencils[self._rank]
         for name, piece in fields.items():
+            shape = boxes[name].intersection(pencil).shape if name in boxes else pencil.shape
             if not isinstance(piece, np.ndarray) or piece.shape != shape:
                 return (
-                    f"field {name!r} must be this rank's {self.orientation}-pencil piece, an "
-                    f"array of shape {shape}; got {getattr(piece, 'shape', type(piece))}"
+                    f"field {name!r} must be this rank's {self.orientation}-pencil piece"
+                    f"{' inside its box' if name in boxes else ''}, an array of shape "
+                    f"{shape}; got {getattr(piece, 'shape', type(piece))}"
                 )
             if piece.dtype != self.dtype:
                 return f"field {name!r} must hold {self.dtype} values, got {piece.dtype}"
@@ -435,7 +465,9 @@ class TransitWriter:
             return f"pipelines must be a sequence of names, got {pipelines!r}"
         return None
 
-    def _write_step(self, step, time, names, fields, pipelines) -> tuple[float, float, float]:
+    def _write_step(
+        self, step, time, names, fields, pipelines, boxes
+    ) -> tuple[float, float, float]:
         """An aggregator's part: the group's step into its SST stream; seconds of transfer,
         put and end of step."""
         import adios2.bindings as adios
@@ -451,9 +483,14 @@ class TransitWriter:
             "group": self.group,
             "fields": list(names),
             "pipelines": list(pipelines),
+            "boxes": {
+                name: [list(box.start), list(box.shape)]
+                for name, box in boxes.items()
+                if box != self._whole
+            },
         }
         engine.Put(variables["content"], json.dumps(content))
-        transfer = self._aggregation.put(engine, variables, names, fields)
+        transfer = self._aggregation.put(engine, variables, names, fields, boxes)
         ending = clock.perf_counter()
         engine.EndStep()
         end_step = clock.perf_counter() - ending
