@@ -44,6 +44,23 @@ position = 1.0
 range = [-1.0, 1.0]
 every = 3
 mode = "transit"
+[[insitu.pipeline]]
+name = "deep-here"
+kind = "slice"
+field = "u"
+plane = "xy"
+position = 4.0
+range = [-1.0, 1.0]
+every = 6
+[[insitu.pipeline]]
+name = "deep-there"
+kind = "slice"
+field = "u"
+plane = "xy"
+position = 4.0
+range = [-1.0, 1.0]
+every = 6
+mode = "transit"
 """
 
 
@@ -68,13 +85,18 @@ def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
     summary = json.loads((run_dir / "transit-render-0.json").read_text())
     assert summary["end"] == "end of stream" and summary["skipped"] == 0
     drawn = sorted(path.name for path in (run_dir / "transit-images").glob("*.png"))
-    assert drawn == [f"slice-there_{step:08d}.png" for step in (3, 6, 9, 12)]
+    assert drawn == [f"deep-there_{step:08d}.png" for step in (6, 12)] + [
+        f"slice-there_{step:08d}.png" for step in (3, 6, 9, 12)
+    ]
     # The reader's picture of a step is the ranks' own picture of it, pixel for pixel
     # but for the title (and the few pixels single precision moves across a colour bin).
-    here = np.asarray(Image.open(run_dir / "images" / "slice-here_00000012.png"))
-    there = np.asarray(Image.open(run_dir / "transit-images" / "slice-there_00000012.png"))
-    body = slice(20, None)  # below the title line
-    assert np.mean(np.any(here[body] != there[body], axis=-1)) < 1e-3
+    # At step 12 u travels on the layers from one plane to the other, and each slice is
+    # cut out of them.
+    for name in ("slice", "deep"):
+        here = np.asarray(Image.open(run_dir / "images" / f"{name}-here_00000012.png"))
+        there = np.asarray(Image.open(run_dir / "transit-images" / f"{name}-there_00000012.png"))
+        body = slice(20, None)  # below the title line
+        assert np.mean(np.any(here[body] != there[body], axis=-1)) < 1e-3, name
     timings = json.loads((run_dir / "timings.json").read_text())["visualisation"]
     assert timings["transfer"] > 0 and timings["step_bytes"] == 16**3 * 4  # single precision
     outputs = timings["transit_output"]  # the first (the reader attaching) and the others

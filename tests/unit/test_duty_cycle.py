@@ -133,6 +133,7 @@ def test_the_excess_is_found_step_by_step_after_each_output():
     assert excess["quiet_iteration"] == pytest.approx(0.04 + 0.005 / 3)
     # Each place in the cadence against the quiet iterations at the same place.
     assert excess["by_offset"] == pytest.approx([0.01, 0.004])
+    assert excess["overhead"] == pytest.approx(0.014 / (2 * (0.04 + 0.005 / 3)))
     # The window's last output lingers into the first of the three steps after it.
     assert excess["after_window"] == pytest.approx(0.004 / 3)
     with pytest.raises(ValueError, match="off must be at least 3"):

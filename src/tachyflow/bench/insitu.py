@@ -28,7 +28,11 @@ touched for the first time), paid once per run. With ``--duty-cycle ON OFF`` the
 visualise only in windows (:mod:`tachyflow.insitu.duty_cycle`), and each run measures what
 its outputs cost, readers' interference included, against its own quiet steps a few
 seconds away: ``overhead_within_run`` (median over all measured windows, with quartiles)
-is that cost at an output every ``--every`` steps, resolved where the paired runs are not.
+is that cost at an output every ``--every`` steps, resolved where the paired runs are not;
+``excess_by_offset`` the seconds beyond a quiet iteration of an output's iteration and of
+each after it until the next, and ``overhead_by_position`` their sum over ``--every`` quiet
+iterations (median over runs): the same cost from the mean iteration at each place in the
+cycle rather than from the windows' totals.
 """
 
 from __future__ import annotations
@@ -368,6 +372,10 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
             ]
             result["excess_after_window"] = float(
                 np.median([s["excess"]["after_window"] for s in runs])
+            )
+            # The same cost by position (median over runs).
+            result["overhead_by_position"] = float(
+                np.median([s["excess"]["overhead"] for s in runs])
             )
         if "step_bytes" in runs[0]:
             result["staging_ratio"] = runs[0]["staging_bytes"] / runs[0]["step_bytes"]

@@ -149,7 +149,8 @@ def check_cadence(on: int, off: int, every: int) -> None:
 def excess_after_output(summary: dict, every: int) -> dict:
     """From the iterations by position: the mean seconds beyond a quiet iteration of the
     iteration of an output and of each after it until the next (``by_offset``, an output
-    every ``every`` steps), and of the iterations after the window where readers finish
+    every ``every`` steps; ``overhead``: their sum over the ``every`` quiet iterations of a
+    cadence), and of the iterations after the window where readers finish
     (``after_window``).
 
     Each position is compared with the quiet iterations at the same place in the cadence
@@ -174,8 +175,11 @@ def excess_after_output(summary: dict, every: int) -> dict:
         return sum(values) / len(values) if values else None
 
     first = every - 1  # position of the window's first output (step ``every``)
+    quiet = sum(profile[q] for q in quiet_positions) / len(quiet_positions)
+    by_offset = [excess(range(first + offset, on, every)) for offset in range(every)]
     return {
-        "quiet_iteration": sum(profile[q] for q in quiet_positions) / len(quiet_positions),
-        "by_offset": [excess(range(first + offset, on, every)) for offset in range(every)],
+        "quiet_iteration": quiet,
+        "by_offset": by_offset,
+        "overhead": sum(by_offset) / (every * quiet),
         "after_window": excess(range(on, on + off // 2)) or 0.0,
     }

@@ -116,7 +116,8 @@ class Insitu(Benchmark):
                 steps = ", ".join(f"{value * 1e3:+.1f}" for value in entry["excess_by_offset"])
                 console.print(
                     f"  beyond a quiet iteration: the output's iteration and those after it "
-                    f"{steps} ms; after a window {entry['excess_after_window'] * 1e3:+.1f} ms "
+                    f"{steps} ms (together {entry['overhead_by_position']:+.1%} per "
+                    f"iteration); after a window {entry['excess_after_window'] * 1e3:+.1f} ms "
                     "per iteration"
                 )
             if "writer_share" in entry:
