@@ -59,3 +59,25 @@ def test_a_slice_of_the_cells_it_reads_is_the_slice_of_the_whole_field(axis, pos
     assert part.start == whole.start
     for ours, theirs in zip(part.coordinates, whole.coordinates, strict=True):
         assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    ("points", "whole_axes"),
+    [
+        ([[0.31, 0.42, 0.55], [0.52, 0.6, 0.47], [0.4, 0.5, 0.61]], ()),
+        ([[0.005, 0.42, 0.55], [0.52, 0.6, 0.47]], (0,)),  # x stencil across x = 0
+        ([[0.31, 0.42, 0.999]], (2,)),  # z stencil across z = L
+    ],
+)
+def test_probes_from_the_cells_they_read_equal_probes_of_the_whole_field(points, whole_axes):
+    from tachyflow.insitu.pipelines import padded, probe_cells, probe_values
+
+    points = np.array(points)
+    cells = probe_cells(STRETCHED, points)
+    for axis in range(3):
+        assert (cells.shape[axis] == STRETCHED.shape[axis]) == (axis in whole_axes)
+    assert cells.size < STRETCHED.shape[0] * STRETCHED.shape[1] * STRETCHED.shape[2]
+    field = np.random.default_rng(11).standard_normal(STRETCHED.shape)
+    whole = probe_values(padded(field), STRETCHED, (0, 0, 0), points)
+    part = probe_values(padded(field[cells.slices]), STRETCHED, cells.start, points)
+    assert np.array_equal(part, whole) and np.all(np.isfinite(part))

@@ -5,8 +5,8 @@ so the same code serves in situ and in transit:
 
 1. ``extract`` on a piece of the fields with one ghost layer (a rank's piece in situ; in
    transit the cells the pipeline reads, :attr:`Pipeline.cells`, periodically padded:
-   the whole grid, or two layers for a slice, since a step carries each field only on the
-   cells its due pipelines read): an isosurface, the piece's part of a slice, or the
+   the whole grid, two layers for a slice, the box of the stencils for probes, since a
+   step carries each field only on the cells its due pipelines read): an isosurface, the piece's part of a slice, or the
    probe points the piece holds;
 2. ``gather`` the pieces on one process (collective; nothing to do with one piece);
 3. ``draw`` on that process: VTK for isosurfaces and slices, matplotlib for probe
@@ -242,7 +242,13 @@ class ProbesPipeline(Pipeline):
     def __init__(self, section, grid, start_time: float = 0.0):
         super().__init__(section, grid, start_time)
         self.points = np.array(section.points, dtype=np.float64).reshape(-1, 3)
+        self._cells = probe_cells(grid, self.points)
         self._history: list[list[float]] = []
+
+    @property
+    def cells(self) -> CellBox:
+        """The cells the points' stencils read (see :func:`probe_cells`)."""
+        return self._cells
 
     def extract(self, fields, start):
         return probe_values(fields[self.section.field], self.grid, start, self.points)
@@ -277,6 +283,23 @@ class StatisticsPipeline(Pipeline):
         from tachyflow.insitu.plots import plot_history
 
         return plot_history(history, Path(folder) / f"{self.name}.png")
+
+
+def probe_cells(grid: StaggeredGrid, points: np.ndarray) -> CellBox:
+    """The smallest box holding, for every point, the cell that owns it and the cells of
+    its trilinear stencil of cell-centred values; the whole axis where a stencil wraps
+    around the end of a periodic axis (its cells are not contiguous then)."""
+    from tachyflow.numerics.interpolation import interpolation_stencils
+
+    stencils = interpolation_stencils(grid, points)
+    lower = stencils.lower[:, 3, :]  # cell-centred values: the stencils of p
+    first = np.minimum(stencils.cells, lower).min(axis=0)
+    stop = np.maximum(stencils.cells + 1, lower + 2).max(axis=0)
+    start, shape = [0, 0, 0], list(grid.shape)
+    for axis, cells in enumerate(grid.shape):
+        if 0 <= first[axis] and stop[axis] <= cells:
+            start[axis], shape[axis] = int(first[axis]), int(stop[axis] - first[axis])
+    return CellBox(tuple(start), tuple(shape))
 
 
 def probe_values(field: np.ndarray, grid: StaggeredGrid, start, points: np.ndarray):
