@@ -7,8 +7,9 @@ cell-centred fields with one ghost layer (one halo exchange per field), then
 - ``insitu`` pipelines: every rank extracts its piece, rank 0 gathers and draws
   (``images/<pipeline>_<step>.png``);
 - ``transit`` pipelines: the fields they need, on the cells they read (two layers for a
-  slice), go to the in-transit stream (:class:`~tachyflow.insitu.transit.TransitWriter`);
-  ``tachyflow transit-render`` draws them in other processes, which may come and go;
+  slice, the stencils' box for probes), go to the in-transit stream
+  (:class:`~tachyflow.insitu.transit.TransitWriter`); ``tachyflow transit-render`` draws
+  them in other processes, which may come and go;
 
 and with ``monitor = true`` rank 0 publishes the step's metrics and the newest pictures for
 ``tachyflow view`` (:class:`~tachyflow.insitu.monitor.MonitorPublisher`), at most a few
@@ -164,7 +165,7 @@ class VisualisationAdaptor:
                 for name in pipeline.fields:
                     cells = pipeline.cells
                     boxes[name] = boxes[name].union(cells) if name in boxes else cells
-            fields = self.centred_fields(boxes, dtype=self._transit.dtype, boxes=boxes)
+            fields = self.centred_fields(tuple(boxes), dtype=self._transit.dtype, boxes=boxes)
             started = self._timed("prepare", started)
             self._transit.write(step, time, fields, [p.name for p in transit], boxes)
             self._transit_outputs.append(self._timed("transfer", started) - first)

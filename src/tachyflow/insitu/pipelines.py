@@ -6,8 +6,8 @@ so the same code serves in situ and in transit:
 1. ``extract`` on a piece of the fields with one ghost layer (a rank's piece in situ; in
    transit the cells the pipeline reads, :attr:`Pipeline.cells`, periodically padded:
    the whole grid, two layers for a slice, the box of the stencils for probes, since a
-   step carries each field only on the cells its due pipelines read): an isosurface, the piece's part of a slice, or the
-   probe points the piece holds;
+   step carries each field only on the cells its due pipelines read): an isosurface, the
+   piece's part of a slice, or the probe points the piece holds;
 2. ``gather`` the pieces on one process (collective; nothing to do with one piece);
 3. ``draw`` on that process: VTK for isosurfaces and slices, matplotlib for probe
    histories and statistics.

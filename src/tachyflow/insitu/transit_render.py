@@ -3,8 +3,9 @@
 A reader attaches to the run's transit streams (:class:`~tachyflow.insitu.transit.TransitReader`)
 — before the run starts, while it runs, or again after an earlier reader left — and for
 every step it receives draws the pipelines that the run marked due at that step, with the
-same extract and draw code as in situ (the cells a pipeline reads, the whole grid or a
-slice's two layers, padded periodically stand for a piece with its ghost layer). With
+same extract and draw code as in situ (the cells a pipeline reads, padded periodically,
+stand for a piece with its ghost layer: the whole grid, a slice's layers, the probes'
+stencils). With
 ``-n M`` there are M readers; reader ``r`` draws the pipelines whose position in the case
 file is ``r`` modulo M, so they share the rendering. Pictures go to
 ``RUN_DIR/transit-images/`` (or ``--output``); each reader writes a summary
