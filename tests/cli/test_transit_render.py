@@ -27,41 +27,28 @@ queue_full_policy = "Block"
 queue_limit = 8
 reserve_queue_limit = 4
 transit_precision = "single"
-[[insitu.pipeline]]
-name = "slice-here"
-kind = "slice"
-field = "u"
-plane = "xy"
-position = 1.0
-range = [-1.0, 1.0]
-every = 6
-[[insitu.pipeline]]
-name = "slice-there"
-kind = "slice"
-field = "u"
-plane = "xy"
-position = 1.0
-range = [-1.0, 1.0]
-every = 3
-mode = "transit"
-[[insitu.pipeline]]
-name = "deep-here"
-kind = "slice"
-field = "u"
-plane = "xy"
-position = 4.0
-range = [-1.0, 1.0]
-every = 6
-[[insitu.pipeline]]
-name = "deep-there"
-kind = "slice"
-field = "u"
-plane = "xy"
-position = 4.0
-range = [-1.0, 1.0]
-every = 6
-mode = "transit"
 """
+# Slices of u on planes z = 1 and z = 4, each drawn by the ranks and by a reader.
+SLICE = """
+[[insitu.pipeline]]
+name = "{name}"
+kind = "slice"
+field = "u"
+plane = "xy"
+position = {position}
+range = [-1.0, 1.0]
+every = {every}
+mode = "{mode}"
+"""
+CASE += "".join(
+    SLICE.format(name=name, position=position, every=every, mode=mode)
+    for name, position, every, mode in [
+        ("slice-here", 1.0, 6, "insitu"),
+        ("slice-there", 1.0, 3, "transit"),
+        ("deep-here", 4.0, 6, "insitu"),
+        ("deep-there", 4.0, 6, "transit"),
+    ]
+)
 
 
 def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
