@@ -136,7 +136,7 @@ def test_the_excess_is_found_step_by_step_after_each_output():
     assert excess["overhead"] == pytest.approx(0.014 / (2 * (0.04 + 0.005 / 3)))
     # The window's last output lingers into the first of the three steps after it.
     assert excess["after_window"] == pytest.approx(0.004 / 3)
-    with pytest.raises(ValueError, match="off must be at least 3"):
+    with pytest.raises(ValueError, match="on and off must be at least 3"):
         excess_after_output({**cycle.summary(), "on": 14, "off": 2}, 2)
 
 
@@ -151,5 +151,8 @@ def test_outputs_must_fall_alike_in_every_window():
     for steps, every in ((400, 3), (160, 5)):
         with pytest.raises(ValueError, match="with a duty cycle of 40 \\+ 40 steps"):
             run_insitu_benchmark(1, 16, steps, every, 1, duty_cycle=(40, 40))
-    with pytest.raises(ValueError, match="off must be at least 9"):
+    with pytest.raises(ValueError, match="on and off must be at least 9"):
         run_insitu_benchmark(1, 16, 400, 5, 1, duty_cycle=(32, 8))
+    # A window too short for an output and the steps after it until the next.
+    with pytest.raises(ValueError, match="on and off must be at least 9"):
+        run_insitu_benchmark(1, 16, 400, 5, 1, duty_cycle=(5, 35))

@@ -137,12 +137,13 @@ def overhead_at_cadence(summary: dict, every: int) -> list[float]:
 
 def check_cadence(on: int, off: int, every: int) -> None:
     """Raise ValueError unless outputs every ``every`` steps fall at the same places in
-    every window (``every`` divides ``on + off``) and the quiet half of the off steps holds
-    every place of that cadence (``off - off // 2 >= every``)."""
-    if every < 1 or (on + off) % every or off - off // 2 < every:
+    every window (``every`` divides ``on + off``), a window holds an output and every step
+    after it until the next (``on >= 2 every - 1``) and the quiet half of the off steps
+    holds every place of that cadence (``off - off // 2 >= every``)."""
+    if every < 1 or (on + off) % every or on < 2 * every - 1 or off - off // 2 < every:
         raise ValueError(
             f"with a duty cycle of {on} + {off} steps, every ({every}) must divide "
-            f"{on + off} and off must be at least {2 * every - 1}"
+            f"{on + off}, and on and off must be at least {2 * every - 1}"
         )
 
 
