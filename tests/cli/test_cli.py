@@ -176,7 +176,7 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "fft",
         "transposes",
         "tdma",
-        "explicit",  # advection, diffusion and RK3 increments in one pass
+        "velocity",  # advection, diffusion, RK3 increments and implicit solves in one pass
         "projection",
         "boundaries",
         "other",
@@ -251,7 +251,7 @@ def test_bench_step_end_to_end(tmp_path):
     assert entry["ratio_to_memory_bound"] == pytest.approx(np.median(rounds))
     assert entry["ratio_of_medians"] == pytest.approx(entry["median"] / np.median(bound))
     assert all(e["name"] != "memory bound" for e in document["results"])
-    assert {"fft", "explicit", "projection", "boundaries"} <= set(document["phases"])
+    assert {"fft", "velocity", "projection", "boundaries"} <= set(document["phases"])
     assert all(seconds >= 0 for seconds in document["phases"].values())
     fastest = document["phases_fastest"]
     assert fastest.keys() == document["phases"].keys()

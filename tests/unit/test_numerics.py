@@ -258,26 +258,6 @@ def test_factored_tridiagonal_matches_the_general_solver():
     assert np.abs(strided - expected).max() < 1e-14
 
 
-def test_place_interior_equals_numpy_bit_for_bit():
-    from tachyflow.numerics.stencils import place_interior
-
-    rng = np.random.default_rng(9)
-    values = rng.standard_normal((3, 4, 5))
-    ghosted = rng.standard_normal((5, 6, 7))
-    expected = ghosted.copy()
-    expected[1:-1, 1:-1, 1:-1] = values
-    total = rng.standard_normal(values.shape)
-    expected_total = total + 0.37 * values
-    place_interior(values, ghosted, total, 0.37)
-    assert np.array_equal(ghosted, expected) and np.array_equal(total, expected_total)
-    place_interior(2.0 * values, ghosted)  # no total
-    assert np.array_equal(ghosted[1:-1, 1:-1, 1:-1], 2.0 * values)
-    with pytest.raises(ValueError, match="plus ghosts"):
-        place_interior(values, ghosted[1:])
-    with pytest.raises(ValueError, match="total has shape"):
-        place_interior(values, ghosted, total[1:])
-
-
 def test_y_weighted_sum_equals_numpy_on_a_strided_view():
     from tachyflow.numerics.stencils import y_weighted_sum
 
@@ -428,3 +408,81 @@ def test_divergence_pass_sums_the_rows_and_gradient_pass_shifts_them():
         assert np.array_equal(together, apart)
     with pytest.raises(ValueError, match=r"shift must have shape \(6,\)"):
         subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, shift[1:])
+    # The potential added to the step's pressure impulse in the same pass, numpy's bits.
+    total = rng.standard_normal((4, 6, 7))
+    expected = total + 0.37 * p[1:-1, 1:-1, 1:-1]
+    before = [field.copy() for field in (u, v, w)]
+    subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, None, total, 0.37)
+    assert np.array_equal(total, expected)
+    subtract_gradient(*before, p, metrics, 0.25, 0.2, 0.3, True)
+    for together, apart in zip((u, v, w), before, strict=True):
+        assert np.array_equal(together, apart)
+    with pytest.raises(ValueError, match=r"total must be C-ordered of shape \(4, 6, 7\)"):
+        subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, None, total[1:], 0.37)
+
+
+@pytest.mark.parametrize("walls", [True, False])
+def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes(walls):
+    # Each run of x-planes holds back its first and last planes until every run is done
+    # (the runs beside read their old values): runs of one plane each, and more runs than
+    # planes (empty ones), must give the same bits as one run and as the separate passes.
+    from tachyflow.numerics import stencils
+    from tachyflow.numerics.tdma import FactoredTridiagonal
+
+    rng = np.random.default_rng(11)
+    nx, ny, nz = 5, 7, 6
+    grid = StaggeredGrid((nx, ny, nz), (2.0, 1.0, 1.5), periodic_y=not walls,
+                         stretching=1.5 if walls else 0.0)  # fmt: skip
+    metrics = stencils.YMetrics.from_grid(grid)
+    dx, dz, nu, forcing, dt, gamma, rho, alpha_dt = 0.4, 0.25, 0.03, 0.7, 0.01, 0.4, -0.2, 0.002
+    fields = [rng.standard_normal((nx + 2, ny + 2, nz + 2)) for _ in range(3)]
+    previous = rng.standard_normal((3, nx, ny, nz))
+    bands = [(rng.uniform(-0.2, -0.1, ny), rng.uniform(1.3, 1.5, ny),
+              rng.uniform(-0.2, -0.1, ny)) for _ in range(2)]  # fmt: skip
+    operators = tuple(FactoredTridiagonal(*b) for b in bands) if walls else None
+
+    # The reference: the separate passes.
+    explicit = np.zeros_like(previous)
+    implicit = np.zeros_like(previous)
+    stencils.advection(*fields, metrics, dx, dz, out=explicit)
+    for index, field in enumerate(fields):
+        stencils.add_viscous(field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
+                             out_y=implicit[index] if walls else None)  # fmt: skip
+    explicit[0] += forcing
+    expected = [field.copy() for field in fields]
+    for index, field in enumerate(expected):
+        increment = rk3_increment(dt, gamma, explicit[index], rho, previous[index], alpha_dt,
+                                  implicit[index])  # fmt: skip
+        if walls:
+            operators[index == 1].solve(increment, field, at=(1, 1, 1))
+        else:
+            field[1:-1, 1:-1, 1:-1] += increment
+
+    for runs in (1, 2, nx, nx + 2):
+        updated = [field.copy() for field in fields]
+        terms = previous.copy()
+        planes = stencils.velocity_planes((nx, ny, nz), runs)
+        stencils.advance_velocity(*updated, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                                  alpha_dt, terms, operators, planes)  # fmt: skip
+        assert np.array_equal(terms, explicit), runs
+        for result, reference in zip(updated, expected, strict=True):
+            assert np.array_equal(result, reference), runs
+    # The first substep reads no previous terms.
+    terms = np.full_like(previous, np.nan)
+    stencils.advance_velocity(*[f.copy() for f in fields], metrics, dx, dz, nu, forcing, dt,
+                              gamma, 0.0, alpha_dt, terms, operators)  # fmt: skip
+    assert np.array_equal(terms, explicit)
+
+    with pytest.raises(ValueError, match="planes has shape"):
+        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                                  alpha_dt, previous.copy(), operators,
+                                  np.empty((3, 1, 3, ny, nz + 1)))  # fmt: skip
+    with pytest.raises(ValueError, match="terms has shape"):
+        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                                  alpha_dt, previous[:, 1:], operators)  # fmt: skip
+    with pytest.raises(ValueError, match="runs must be at least 1"):
+        stencils.velocity_planes((nx, ny, nz), 0)
+    short = FactoredTridiagonal(*(band[1:] for band in bands[0]))
+    with pytest.raises(ValueError, match="the implicit operators must have 7 rows"):
+        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                                  alpha_dt, previous.copy(), (short, short))  # fmt: skip

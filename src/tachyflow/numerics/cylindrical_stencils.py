@@ -25,7 +25,7 @@ from numba import prange
 
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
-from tachyflow.numerics.stencils import owned_rows, row_shift, row_sum
+from tachyflow.numerics.stencils import add_to_total, owned_rows, owned_total, row_shift, row_sum
 
 I = slice(1, -1)  # interior  # noqa: E741
 UP = slice(2, None)
@@ -97,7 +97,9 @@ def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1
 
 
 @kernel(error_model="numpy", parallel=True)
-def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor, shift):  # pragma: no cover
+def _subtract_gradient(
+    u, q, w, p, rc, rf, gap, dx, dt, factor, shift, total, weight
+):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
@@ -111,14 +113,17 @@ def _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, factor, shift):  # pragm
                 if j < nr:  # the outer wall face stays 0
                     q[i, j, k] -= radial * (p[i, j + 1, k] - centre) / gap[j]
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / azimuthal
+            add_to_total(total, weight, p, i, j)
 
 
 def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float,
-                      shift=None):  # fmt: skip
+                      shift=None, total=None, weight: float = 0.0):  # fmt: skip
     """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0); with
-    ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass."""
+    ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass; with
+    ``total`` (the owned shape), ``total += weight * p`` at the owned cells."""
     rc, rf, _, gap = m.columns()
-    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift))
+    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift),
+                       owned_total(p, total), float(weight))  # fmt: skip
 
 
 @kernel(error_model="numpy")

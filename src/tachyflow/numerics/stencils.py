@@ -22,6 +22,7 @@ from numba import prange
 
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.tdma import sweep_plane
 
 INTERIOR = slice(1, -1)
 CENTRE = (INTERIOR, INTERIOR, INTERIOR)
@@ -143,35 +144,9 @@ def divergence(
 
 
 @kernel(error_model="numpy", parallel=True)
-def _place_interior(values, ghosted, total, weight):  # pragma: no cover
-    nx, ny, nz = values.shape
-    accumulate = total.shape[0] > 0
-    for i in prange(nx):
-        for j in range(ny):
-            source, row = values[i, j], ghosted[i + 1, j + 1, 1 : nz + 1]
-            for k in range(nz):
-                row[k] = source[k]
-            if accumulate:
-                summed = total[i, j]
-                for k in range(nz):
-                    summed[k] += weight * source[k]
-
-
-def place_interior(values, ghosted, total=None, weight: float = 0.0) -> None:
-    """``ghosted[1:-1, 1:-1, 1:-1] = values`` and, with ``total`` (the owned shape),
-    ``total += weight * values`` in the same pass (a projection's potential placed in the
-    pressure and added to the step's pressure impulse; numpy's values bit for bit)."""
-    if ghosted.shape != tuple(n + 2 for n in values.shape):
-        raise ValueError(
-            f"ghosted has shape {ghosted.shape}, expected the owned {values.shape} plus ghosts"
-        )
-    if total is not None and total.shape != values.shape:
-        raise ValueError(f"total has shape {total.shape}, expected {values.shape}")
-    _place_interior(values, ghosted, _NO_ARRAY if total is None else total, float(weight))
-
-
-@kernel(error_model="numpy", parallel=True)
-def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face, shift):  # pragma: no cover
+def _subtract_gradient(
+    u, v, w, p, gap, dx, dz, factor, last_v_face, shift, total, weight
+):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
@@ -184,6 +159,29 @@ def _subtract_gradient(u, v, w, p, gap, dx, dz, factor, last_v_face, shift):  # 
                 if j <= last_v_face:
                     v[i, j, k] -= factor * (p[i, j + 1, k] - centre) * inverse_gap
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / dz
+            add_to_total(total, weight, p, i, j)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def add_to_total(total, weight, p, i, j):  # pragma: no cover
+    """``total[i-1, j-1] += weight * p[i, j, 1:-1]`` where ``total`` is not empty: a
+    projection's potential, whose row a gradient pass has just read, added to the step's
+    pressure impulse (compiled, for kernels)."""
+    if total.shape[0] > 0:
+        row, values = total[i - 1, j - 1], p[i, j]
+        for k in range(row.shape[0]):
+            row[k] += weight * values[k + 1]
+
+
+def owned_total(ghosted: np.ndarray, total: np.ndarray | None) -> np.ndarray:
+    """``total`` checked to have the owned shape of the ghosted ``ghosted``, or the
+    kernels' "no total" when None."""
+    if total is None:
+        return _NO_ARRAY
+    owned = tuple(n - 2 for n in ghosted.shape)
+    if total.shape != owned or not total.flags.c_contiguous:
+        raise ValueError(f"total must be C-ordered of shape {owned}, got {total.shape}")
+    return total
 
 
 def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
@@ -198,14 +196,16 @@ def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
 
 def subtract_gradient(
     u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool,
-    shift=None,
+    shift=None, total=None, weight: float = 0.0,
 ) -> None:  # fmt: skip
     """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
     their value (the last owned v face is the upper wall). With ``shift`` (one value per
-    owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response)."""
+    owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response);
+    with ``total`` (the owned shape), ``total += weight * p`` at the owned cells."""
     ny = u.shape[1] - 2
     _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor,
-                       ny - 1 if walls else ny, row_shift(u, shift))  # fmt: skip
+                       ny - 1 if walls else ny, row_shift(u, shift), owned_total(p, total),
+                       float(weight))  # fmt: skip
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -349,10 +349,10 @@ def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
 
 @numba.njit(error_model="numpy", inline="always")
 def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_implicit,
-               forcing, dt, gamma, rho, alpha_dt, first, terms, increment):  # fmt: skip
+               forcing, dt, gamma, rho, alpha_dt, first, terms):  # fmt: skip
     # One component at one point: _add_viscous's arithmetic on top of the advection, the
-    # forcing, then _rk3_increment's, in their order. terms holds the previous substep's
-    # value (read first) and receives this substep's.
+    # forcing, then _rk3_increment's, in their order; returns the increment. terms holds
+    # the previous substep's value (read first) and receives this substep's.
     centre = f[i, j, k]
     x_part = x_coefficient * (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k])
     z_part = z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
@@ -367,20 +367,35 @@ def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_i
     term += forcing
     earlier = term if first else terms[i - 1, j - 1, k - 1]
     terms[i - 1, j - 1, k - 1] = term
-    increment[i - 1, j - 1, k - 1] = dt * (gamma * term + rho * earlier) + alpha_dt * y_part
+    return dt * (gamma * term + rho * earlier) + alpha_dt * y_part
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _add_plane(field, i, plane):  # pragma: no cover
+    # field's owned points of x-plane i += plane (owned y and z).
+    ny, nz = plane.shape
+    for j in range(ny):
+        row, values = field[i, j + 1, 1 : nz + 1], plane[j]
+        for k in range(nz):
+            row[k] += values[k]
 
 
 @kernel(error_model="numpy", parallel=True)
-def _explicit_increments(
+def _advance_velocity(
     u, v, w, width, width_up, gap, gap_down, dx, dz, nu, y_implicit, forcing_x,
-    dt, gamma, rho, alpha_dt, first, terms_u, terms_v, terms_w, increment_u, increment_v,
-    increment_w,
+    dt, gamma, rho, alpha_dt, first, terms_u, terms_v, terms_w, centre_lower, centre_pivot,
+    centre_factor, face_lower, face_pivot, face_factor, planes_u, planes_v, planes_w, chunks,
 ):  # fmt: skip  # pragma: no cover
-    # The arithmetic of _advection, _add_viscous, the forcing and _rk3_increment, in their
-    # order, so the result is theirs bit for bit; one pass over the fields instead of one
-    # per term and component. Each component's arrays are separate arguments: LLVM then
-    # checks them for overlap once and vectorises the k loop (with one 4D array of three
-    # components, read and written in place, it did not: 1.9x slower, measured).
+    # The arithmetic of _advection, _add_viscous, the forcing, _rk3_increment and
+    # FactoredTridiagonal.solve(increment, field), in their order, so the result is theirs
+    # bit for bit; one pass over the fields instead of one per term, component and solve.
+    # Each component's arrays are separate arguments: LLVM then checks them for overlap
+    # once and vectorises the k loop (with one 4D array of three components it did not).
+    #
+    # An x-plane's increments go to a plane of ``planes`` (in cache), are solved there in
+    # y and added to the fields once the next plane's terms, which read this plane's old
+    # values, are computed. A run of planes (one per thread) holds back its first and last
+    # planes, which the neighbouring runs read, until every run is done.
     nx, ny, nz = terms_u.shape
     x_coefficient, z_coefficient = nu / dx**2, nu / dz**2
     centre_up, centre_down = np.empty(ny), np.empty(ny)
@@ -390,51 +405,107 @@ def _explicit_increments(
         centre_down[j] = nu / (gap_down[j] * width[j])
         face_up[j] = nu / (width_up[j] * gap[j])
         face_down[j] = nu / (width[j] * gap[j])
-    for i in prange(1, nx + 1):
-        for j in range(1, ny + 1):
-            inverse_width = 1.0 / width[j - 1]
-            inverse_gap = 1.0 / gap[j - 1]
-            a, b = centre_up[j - 1], centre_down[j - 1]
-            a_face, b_face = face_up[j - 1], face_down[j - 1]
-            for k in range(1, nz + 1):
-                advected = _advected(u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap)
-                _add_terms(u, i, j, k, advected[0], x_coefficient, z_coefficient, a, b,
-                           y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, terms_u,
-                           increment_u)  # fmt: skip
-                _add_terms(v, i, j, k, advected[1], x_coefficient, z_coefficient, a_face,
-                           b_face, y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_v,
-                           increment_v)  # fmt: skip
-                _add_terms(w, i, j, k, advected[2], x_coefficient, z_coefficient, a, b,
-                           y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_w,
-                           increment_w)  # fmt: skip
+    for chunk in prange(chunks):
+        start, stop = 1 + chunk * nx // chunks, 1 + (chunk + 1) * nx // chunks
+        for i in range(start, stop):
+            # Slot 0: the run's first plane; 1 and 2 in turn: the others. (Indexed from the
+            # arguments in the k loop: through views made here LLVM did not vectorise it.)
+            slot = 0 if i == start else 1 + (i - start) % 2
+            for j in range(1, ny + 1):
+                inverse_width = 1.0 / width[j - 1]
+                inverse_gap = 1.0 / gap[j - 1]
+                a, b = centre_up[j - 1], centre_down[j - 1]
+                a_face, b_face = face_up[j - 1], face_down[j - 1]
+                for k in range(1, nz + 1):
+                    advected = _advected(u, v, w, i, j, k, dx, dz, inverse_width, inverse_gap)
+                    planes_u[chunk, slot, j - 1, k - 1] = _add_terms(
+                        u, i, j, k, advected[0], x_coefficient, z_coefficient, a, b,
+                        y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, terms_u,
+                    )  # fmt: skip
+                    planes_v[chunk, slot, j - 1, k - 1] = _add_terms(
+                        v, i, j, k, advected[1], x_coefficient, z_coefficient, a_face,
+                        b_face, y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_v,
+                    )  # fmt: skip
+                    planes_w[chunk, slot, j - 1, k - 1] = _add_terms(
+                        w, i, j, k, advected[2], x_coefficient, z_coefficient, a, b,
+                        y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_w,
+                    )  # fmt: skip
+            if y_implicit:
+                increment_u = planes_u[chunk, slot]
+                increment_v = planes_v[chunk, slot]
+                increment_w = planes_w[chunk, slot]
+                sweep_plane(centre_lower, centre_pivot, centre_factor, increment_u, increment_u)
+                sweep_plane(face_lower, face_pivot, face_factor, increment_v, increment_v)
+                sweep_plane(centre_lower, centre_pivot, centre_factor, increment_w, increment_w)
+            if i - 1 > start:  # the plane before is read no more
+                held = 1 + (i - 1 - start) % 2
+                _add_plane(u, i - 1, planes_u[chunk, held])
+                _add_plane(v, i - 1, planes_v[chunk, held])
+                _add_plane(w, i - 1, planes_w[chunk, held])
+    for chunk in prange(chunks):
+        start, stop = 1 + chunk * nx // chunks, 1 + (chunk + 1) * nx // chunks
+        for i in range(start, stop):
+            if i == start or i == stop - 1:
+                held = 0 if i == start else 1 + (i - start) % 2
+                _add_plane(u, i, planes_u[chunk, held])
+                _add_plane(v, i, planes_v[chunk, held])
+                _add_plane(w, i, planes_w[chunk, held])
 
 
-def explicit_increments(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
-                        y_implicit: bool, forcing_x: float, dt: float, gamma: float,
-                        rho: float, alpha_dt: float, terms, increment):  # fmt: skip
-    """An RK3 substep's explicit terms and increments of u, v, w in one pass (numba).
+def velocity_planes(shape, runs: int) -> np.ndarray:
+    """The work array of :func:`advance_velocity` for owned points of shape ``shape``,
+    whose x-planes it takes in ``runs`` runs (threads take runs)."""
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs!r}")
+    return np.empty((3, runs, 3, *shape[1:]))
+
+
+def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
+                     forcing_x: float, dt: float, gamma: float, rho: float, alpha_dt: float,
+                     terms, implicit=None, planes=None):  # fmt: skip
+    """An RK3 substep of the ghosted u, v, w before their projection, in place, in one pass
+    (numba).
 
     ``terms`` (shape ``(3, nx, ny, nz)``) holds the previous substep's explicit terms
     (unless ``rho`` is 0: the first substep has none, and ``terms`` is not read) and
-    receives this substep's,
-    ``-∇·(u u) + ν ∇² u`` (without its y part when ``y_implicit``), plus ``forcing_x`` on
-    u, in place: one array read and written, not one read and another written.
-    ``increment`` receives ``Δt (γ terms + ρ previous terms) + α Δt ν ∂²_y u`` (the
-    Crank–Nicolson right-hand side; no y part unless ``y_implicit``). The values equal
-    those of :func:`advection`, :func:`add_viscous` and
-    :func:`~tachyflow.numerics.runge_kutta.rk3_increment` in turn, bit for bit.
+    receives this substep's, ``-∇·(u u) + ν ∇² u`` (without its y part when ``implicit``),
+    plus ``forcing_x`` on u. Each owned point then gets its increment ``Δt (γ terms + ρ
+    previous terms)``; with ``implicit``, a pair of
+    :class:`~tachyflow.numerics.tdma.FactoredTridiagonal` (``I - α Δt ν/2 ∂²_y`` at centres,
+    for u and w, and at faces, for v), plus ``α Δt ν ∂²_y u``, solved in y (Crank–Nicolson).
+    The values equal those of :func:`advection`, :func:`add_viscous`,
+    :func:`~tachyflow.numerics.runge_kutta.rk3_increment` and the operators' ``solve``
+    adding to the fields in turn, bit for bit, whatever the number of threads or runs.
+
+    ``planes`` (:func:`velocity_planes`) is made for one run of x-planes per thread when
+    not given; the ghosts are not written.
     """
     shape = (3, *(n - 2 for n in u.shape))
-    for name, array in (("terms", terms), ("increment", increment)):
-        if array.shape != shape:
-            raise ValueError(f"{name} has shape {array.shape}, expected {shape}")
-    _explicit_increments(
+    if terms.shape != shape:
+        raise ValueError(f"terms has shape {terms.shape}, expected {shape}")
+    if planes is None:
+        planes = velocity_planes(shape[1:], max(1, min(numba.get_num_threads(), shape[1])))
+    elif planes.ndim != 5 or (planes.shape[0], *planes.shape[2:]) != (3, 3, *shape[2:]):
+        raise ValueError(f"planes has shape {planes.shape}, expected (3, runs, 3, {shape[2]}, "
+                         f"{shape[3]})")  # fmt: skip
+    if implicit is None:
+        bands = (_NO_SHIFT,) * 6
+    else:
+        bands = tuple(
+            band
+            for operator in implicit
+            for band in (operator.lower, operator.inverse_pivot, operator.factor)
+        )
+        if any(len(band) != shape[2] for band in bands):
+            raise ValueError(f"the implicit operators must have {shape[2]} rows (y), got "
+                             f"{[len(operator.lower) for operator in implicit]}")  # fmt: skip
+    _advance_velocity(
         u, v, w, metrics.width.ravel(), metrics.width_up.ravel(), metrics.gap.ravel(),
-        metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), bool(y_implicit),
+        metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), implicit is not None,
         float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt), bool(rho == 0),
-        *terms, *increment,
+        *terms, *bands, *planes, planes.shape[1],
     )  # fmt: skip
-    return terms, increment
+    return terms
 
 
 @kernel(error_model="numpy", parallel=True)

@@ -226,10 +226,11 @@ def solve_tridiagonal_lines(
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _sweep_plane(lower, inverse_pivot, factor, source, lines):  # pragma: no cover
-    # Both sweeps of a factorised operator's systems in one plane: rows j of source (lines
-    # along its axis 0, side by side along axis 1) solved into lines, which may be source
-    # itself. Whole rows at a time: LLVM vectorises them.
+def sweep_plane(lower, inverse_pivot, factor, source, lines):  # pragma: no cover
+    """Both sweeps of a :class:`FactoredTridiagonal`'s systems in one plane (compiled, for
+    kernels): rows ``j`` of ``source`` (lines along its axis 0, side by side along axis 1)
+    solved into ``lines``, which may be ``source`` itself."""
+    # Whole rows at a time: LLVM vectorises them.
     n, n2 = lines.shape
     first, top = source[0], lines[0]
     for k in range(n2):
@@ -257,7 +258,7 @@ def _solve_factored(
         buffer = np.empty((n, n2) if add else (0, 0))
         for i in range(chunk * n0 // chunks, (chunk + 1) * n0 // chunks):
             lines = buffer if add else rhs[i]
-            _sweep_plane(lower, inverse_pivot, factor, rhs[i], lines)
+            sweep_plane(lower, inverse_pivot, factor, rhs[i], lines)
             if add:
                 for j in range(n):
                     field, row = target[at_i + i, at_j + j, at_k : at_k + n2], lines[j]

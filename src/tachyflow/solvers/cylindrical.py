@@ -201,13 +201,14 @@ class CylindricalSolver(PencilSolver):
                 f"overlap must be a collection of {OVERLAP_PLACES} names, got {overlap!r}"
             )
         self.theta_overlap = "theta" in overlap
+        self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
         self.poisson = PoissonSolver(
-            decomposition, grid, self.transposer, planning=planning, overlap="poisson" in overlap
-        )
+            decomposition, grid, self.transposer, planning=planning,
+            overlap="poisson" in overlap, solution=self.halo.interior(self.p),
+        )  # fmt: skip
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
-        self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -469,11 +470,12 @@ class CylindricalSolver(PencilSolver):
             out=self.poisson.work, rows=rows,
         )  # fmt: skip
 
-    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
-        """``u -= factor ∇p`` on the owned faces, ``u += shift[r]``."""
+    def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
+        """``u -= factor ∇p`` on the owned faces, ``u += shift[r]``, ``total += factor p``."""
         stencils.subtract_gradient(
-            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor, shift
-        )
+            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor,
+            shift, total, factor,
+        )  # fmt: skip
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
         """The axial velocity a unit force adds in a substep, as a pressure gradient would

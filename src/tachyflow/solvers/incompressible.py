@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from tachyflow.numerics import immersed, stencils
@@ -83,9 +84,10 @@ class IncompressibleSolver(PencilSolver):
     Attributes
     ----------
     fused : bool
-        A substep's explicit terms (advection, viscous terms, forcing) and RK3 increments
-        of the three components in one pass (:func:`~tachyflow.numerics.stencils.
-        explicit_increments`), the same values bit for bit as the separate kernels
+        A substep's update of the three components before the projection in one pass:
+        explicit terms (advection, viscous terms, forcing), RK3 increments and, with walls,
+        the Crank–Nicolson solves in y (:func:`~tachyflow.numerics.stencils.
+        advance_velocity`), the same values bit for bit as the separate kernels
         (``False``: the reference path). On unless the grid is open in x, where it is
         refused (the outflow condition changes the terms before the increments). May be
         changed between steps.
@@ -178,11 +180,14 @@ class IncompressibleSolver(PencilSolver):
         self._set_up_inflow(inflow, 0.0)
         self.walls = not grid.periodic_y
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
-        self.poisson = PoissonSolver(decomposition, grid, planning=planning, overlap=overlap)
+        self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self.poisson = PoissonSolver(
+            decomposition, grid, planning=planning, overlap=overlap,
+            solution=self.halo.interior(self.p),
+        )  # fmt: skip
         self.timer = PhaseTimer()
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z
-        self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -193,13 +198,14 @@ class IncompressibleSolver(PencilSolver):
         self._implicit_bands = self._viscous_bands() if self.walls else None
         self._implicit_cache: dict[tuple, FactoredTridiagonal] = {}
         self._fused = self.inflow is None
-        # Work arrays of the owned points, kept (fresh large arrays cost page faults every
-        # substep): the explicit terms (the fused pass overwrites the previous substep's
-        # in place; the separate kernels need a second array, made when first used), the
-        # Crank–Nicolson terms (then the increments).
-        owned = decomposition.local_shape("y")
-        self._explicit_terms = [np.empty((3, *owned)), None]
-        self._implicit_terms = np.zeros((3, *owned))
+        # Work arrays, kept (fresh large arrays cost page faults every substep): the
+        # explicit terms of the owned points (the fused pass overwrites the previous
+        # substep's in place; the separate kernels need a second array), the separate
+        # kernels' Crank–Nicolson terms (then increments), and the fused pass's planes,
+        # each made when first used.
+        self._explicit_terms = [np.empty((3, *decomposition.local_shape("y"))), None]
+        self._implicit_terms = None
+        self._velocity_planes = None
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -346,6 +352,8 @@ class IncompressibleSolver(PencilSolver):
         if self._explicit_terms[other] is None:
             self._explicit_terms[other] = np.empty_like(self._explicit_terms[0])
         explicit = self._explicit_terms[other]
+        if self._implicit_terms is None:
+            self._implicit_terms = np.zeros_like(explicit)
         implicit = self._implicit_terms
         with self.timer("advection"):
             stencils.advection(self.u, self.v, self.w, metrics, dx, dz, out=explicit)
@@ -381,49 +389,32 @@ class IncompressibleSolver(PencilSolver):
             )
         self._fused = value
 
-    def _fused_terms(self, dt: float, gamma: float, rho: float, alpha_dt: float):
-        """(explicit terms, RK3 increments) of u, v, w from one pass over the fields; the
+    def _advance_fused(self, dt: float, gamma: float, rho: float, alpha_dt: float) -> None:
+        """The substep's update of u, v, w before the projection in one pass; its explicit
         terms overwrite the previous substep's."""
         terms = self._previous if rho else self._explicit_terms[0]
         forcing = self.forcing.value if self.forcing.kind == "pressure-gradient" else 0.0
-        with self.timer("explicit"):
-            return stencils.explicit_increments(
+        implicit = None
+        if self.walls:
+            implicit = (self._implicit_operator(False, alpha_dt),
+                        self._implicit_operator(True, alpha_dt))  # fmt: skip
+        if self._velocity_planes is None:
+            runs = max(1, min(numba.get_num_threads(), terms.shape[1]))
+            self._velocity_planes = stencils.velocity_planes(terms.shape[1:], runs)
+        with self.timer("velocity"):
+            stencils.advance_velocity(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
-                self.walls, forcing, dt, gamma, rho, alpha_dt, terms, self._implicit_terms,
+                forcing, dt, gamma, rho, alpha_dt, terms, implicit, self._velocity_planes,
             )  # fmt: skip
+        self._previous = terms
 
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
-        fused = self.fused
-        if fused:
-            explicit, increments = self._fused_terms(dt, gamma, rho, alpha * dt)
+        if self.fused:
+            self._advance_fused(dt, gamma, rho, alpha * dt)
         else:
-            explicit, implicit = self._explicit_and_implicit_terms()
-        for index, field in enumerate((self.u, self.v, self.w)):
-            if fused:
-                increment = increments[index]
-            else:
-                previous = self._previous[index] if rho else explicit[index]
-                increment = rk3_increment(
-                    dt, gamma, explicit[index], rho, previous, alpha * dt, implicit[index]
-                )
-            target = self.halo.interior(field)
-            if index == 0 and self.inflow is not None and self._owns_outflow:
-                outflow = increment[-1].copy()  # not diffused: the outflow condition
-                if self.walls:
-                    with self.timer("implicit"):
-                        self._implicit_operator(False, alpha * dt).solve(increment)
-                increment[-1] = outflow
-                target += increment
-            elif self.walls:
-                with self.timer("implicit"):  # the solution added to the field as it comes
-                    self._implicit_operator(index == 1, alpha * dt).solve(
-                        increment, field, at=(self.halo.width,) * 3
-                    )
-            else:
-                target += increment
-        self._previous = explicit
+            self._advance_separately(dt, gamma, rho, alpha * dt)
         if any(body.motion.moving for body in self.moving_bodies):
             # Where the substep ends the bodies move at another velocity (their place is
             # that of the step's end: the difference is second order in Δt).
@@ -432,6 +423,32 @@ class IncompressibleSolver(PencilSolver):
             for stencil in self._forcing:
                 stencil.impose_velocity(placed)
         self._project(alpha * dt)
+
+    def _advance_separately(self, dt: float, gamma: float, rho: float, alpha_dt: float) -> None:
+        """The substep's update of u, v, w before the projection, term by term (the
+        reference of the fused pass; with an open x, the outflow's own update)."""
+        explicit, implicit = self._explicit_and_implicit_terms()
+        for index, field in enumerate((self.u, self.v, self.w)):
+            previous = self._previous[index] if rho else explicit[index]
+            increment = rk3_increment(
+                dt, gamma, explicit[index], rho, previous, alpha_dt, implicit[index]
+            )
+            target = self.halo.interior(field)
+            if index == 0 and self.inflow is not None and self._owns_outflow:
+                outflow = increment[-1].copy()  # not diffused: the outflow condition
+                if self.walls:
+                    with self.timer("implicit"):
+                        self._implicit_operator(False, alpha_dt).solve(increment)
+                increment[-1] = outflow
+                target += increment
+            elif self.walls:
+                with self.timer("implicit"):  # the solution added to the field as it comes
+                    self._implicit_operator(index == 1, alpha_dt).solve(
+                        increment, field, at=(self.halo.width,) * 3
+                    )
+            else:
+                target += increment
+        self._previous = explicit
 
     def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
         """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
@@ -442,11 +459,12 @@ class IncompressibleSolver(PencilSolver):
             out=self.poisson.work, rows=rows,
         )  # fmt: skip
 
-    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
-        """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``."""
+    def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
+        """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``,
+        ``total += factor p``."""
         stencils.subtract_gradient(
             self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, factor, self.walls,
-            shift,
+            shift, total, factor,
         )  # fmt: skip
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:

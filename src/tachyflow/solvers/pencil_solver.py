@@ -68,7 +68,7 @@ class PencilSolver(Solver):
     bodies: tuple = ()
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
-    fused = False  # explicit terms and RK3 increments in one pass (a solver's own kernel)
+    fused = False  # the update before the projection in one pass (a solver's own kernel)
 
     @property
     def overlap(self) -> bool:
@@ -209,9 +209,12 @@ class PencilSolver(Solver):
         pass."""
         raise NotImplementedError
 
-    def _subtract_pressure_gradient(self, factor: float, shift: np.ndarray | None = None) -> None:
+    def _subtract_pressure_gradient(
+        self, factor: float, shift: np.ndarray | None = None, total: np.ndarray | None = None
+    ) -> None:
         """``u -= factor ∇p`` on the owned faces; with ``shift`` (one value per owned y
-        row), ``u += shift[y]`` in the same pass."""
+        row), ``u += shift[y]``, and with ``total`` (the owned shape), ``total += factor
+        p``, in the same pass."""
         raise NotImplementedError
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
@@ -292,15 +295,13 @@ class PencilSolver(Solver):
                 self._balance_outflow()
             rows = self._bulk_rows_array() if restore else None
             rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt, rows), sources=True)
-        potential = self.poisson.work  # the solution where the right-hand side was
-        with self.timer("poisson"):
-            self.poisson.solve(rhs, out=potential)
+        with self.timer("poisson"):  # the potential straight into p (planned there)
+            self.poisson.solve(rhs, out=self.halo.interior(self.p))
         with self.timer("projection"):
-            # The potential is the pressure of the gradient, and part of the step's.
-            stencils.place_interior(potential, self.p, self._pressure_impulse, alpha_dt)
             self._exchange_pressure()
             shift = self._flow_rate_shift(alpha_dt, rows) if restore else None
-            self._subtract_pressure_gradient(alpha_dt, shift)
+            # The potential is the pressure of the gradient, and part of the step's.
+            self._subtract_pressure_gradient(alpha_dt, shift, self._pressure_impulse)
         with self.timer("boundaries"):
             self._apply_boundaries()
 
@@ -390,13 +391,13 @@ class PencilSolver(Solver):
 
     def phase_seconds(self) -> dict[str, float]:
         """FFT, transposes, tridiagonal solves (pressure, and the implicit viscous terms
-        added to the velocity), advection and diffusion (or, fused, explicit: both and the
-        RK3 increments in one pass), projection (divergence, pressure
-        gradient and its halo, flow rate), boundaries (velocity halos, wall ghosts) and
-        immersed-body forcing time of the steps so far (this rank)."""
+        added to the velocity), advection and diffusion (or, fused, velocity: both, the
+        RK3 increments and the implicit viscous terms in one pass), projection (divergence,
+        pressure gradient and its halo, flow rate), boundaries (velocity halos, wall
+        ghosts) and immersed-body forcing time of the steps so far (this rank)."""
         poisson, own = self.poisson.timer.seconds, self.timer.seconds
-        # The fused pass (explicit terms and increments at once) where the solver has one.
-        explicit = ("explicit",) if self.fused else ("advection", "diffusion")
+        # The fused pass (the whole update before the projection) where the solver has one.
+        explicit = ("velocity",) if self.fused else ("advection", "diffusion")
         phases = {
             "fft": poisson["fft"],
             "transposes": poisson["transpose"],

@@ -118,6 +118,12 @@ class PoissonSolver:
         docs/benchmarks.md).
     chunks : int
         Windows per stage with ``overlap`` (at most the local extent of their axis).
+    solution : numpy.ndarray, optional
+        Where :meth:`solve` will be asked to write (``out=``): a y-pencil, which may be a
+        view such as the owned cells of a ghosted field. Where z is whole in a y-pencil
+        the last transform is planned to write there directly (fastest where its first
+        element is SIMD-aligned, as :meth:`~tachyflow.parallel.HaloExchange.allocate`
+        makes them); elsewhere, and for any other ``out``, the solution is copied in.
     slabs : bool
         On a ``p_row × 1`` grid with at least ``p_row`` z-modes, take the spectrum to
         z-slabs for the x transforms and the y solves (see the module docstring; the same
@@ -148,6 +154,7 @@ class PoissonSolver:
         overlap: bool = False,
         chunks: int = 2,
         slabs: bool = True,
+        solution: np.ndarray | None = None,
     ):
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise ValueError(f"chunks must be an integer >= 1, got {chunks!r}")
@@ -172,7 +179,18 @@ class PoissonSolver:
         slabs_fit = self.z_whole and not self.x_whole
         slabs_fit = slabs_fit and self.spectral.global_shape[2] >= decomposition.p_row
         self.complex_transposer = Transposer(self.spectral, np.complex128, slabs=slabs_fit)
-        self._plan(planning)
+        expected = decomposition.local_shape("y")
+        if solution is not None and (
+            not isinstance(solution, np.ndarray)
+            or solution.shape != expected
+            or solution.dtype != np.float64
+        ):
+            raise ValueError(
+                f"solution must be a float64 y-pencil of shape {expected}, got "
+                f"{getattr(solution, 'dtype', type(solution).__name__)} "
+                f"{getattr(solution, 'shape', '')}"
+            )
+        self._plan(planning, solution)
         if not isinstance(slabs, bool):
             raise TypeError(f"slabs must be True or False, got {slabs!r}")
         self._slabs = slabs and slabs_fit
@@ -239,8 +257,9 @@ class PoissonSolver:
             zero_mode = (0, slice(None), 0)
         return _Lines(values, shift, pinned, scaled, zero_mode)
 
-    def _plan(self, planning: str) -> None:
-        """Allocate the work arrays once and plan the four FFTs on them."""
+    def _plan(self, planning: str, solution: np.ndarray | None) -> None:
+        """Allocate the work arrays once and plan the four FFTs on them (and the last
+        into ``solution`` where z is whole)."""
         spectral, real = self.spectral, self.decomposition
         self.y_spectrum = fft.empty(spectral.local_shape("y"), np.complex128)
         if self.z_whole:
@@ -258,6 +277,13 @@ class PoissonSolver:
         )
         self.z_forward = AxisTransform(self.z_real, self.z_spectrum, 2, "r2c", planning)
         self.z_backward = AxisTransform(self.z_spectrum, self.z_real, 2, "c2r", planning)
+        # Planning may overwrite the solution's array: it holds nothing yet.
+        self._solution = solution
+        self._z_backward_to_solution = None
+        if self.z_whole and solution is not None:
+            self._z_backward_to_solution = AxisTransform(
+                self.z_spectrum, solution, 2, "c2r", planning
+            )
         if self.grid.periodic_x:
             forward, backward, x_data = "forward", "backward", self.x_spectrum
         else:  # the cosine transform of the real and imaginary parts, side by side in z
@@ -378,17 +404,36 @@ class PoissonSolver:
             self._transform_x(self.x_forward)
             self._solve_lines(self.lines)
             self._transform_x(self.x_backward)
-        if self.z_whole:
+        if self.z_whole and self._is_solution(out):
+            self._fft(self._z_backward_to_solution)
+        elif self.z_whole:
             self._fft(self.z_backward)
             if out is not self.z_real:
                 np.copyto(out, self.z_real)
-        elif self.overlap:
-            self._pipeline(self._x_windows, self._backward_z_stages(out))
         else:
-            self._move(self.complex_transposer, self.y_spectrum, "y", "z", self.z_spectrum)
-            self._fft(self.z_backward)
-            self._move(self.real_transposer, self.z_real, "z", "y", out)
+            # The transposes write C-ordered arrays only: a view is copied into.
+            moved = out if out.flags.c_contiguous else self.work
+            if self.overlap:
+                self._pipeline(self._x_windows, self._backward_z_stages(moved))
+            else:
+                self._move(self.complex_transposer, self.y_spectrum, "y", "z", self.z_spectrum)
+                self._fft(self.z_backward)
+                self._move(self.real_transposer, self.z_real, "z", "y", moved)
+            if moved is not out:
+                np.copyto(out, moved)
         return out
+
+    def _is_solution(self, out: np.ndarray) -> bool:
+        """Whether ``out`` is the planned solution's memory (the same view, or another of
+        it: a ghosted field's owned cells are a fresh view each time)."""
+        solution = self._solution
+        return solution is not None and (
+            out is solution
+            or (
+                out.__array_interface__["data"][0] == solution.__array_interface__["data"][0]
+                and out.strides == solution.strides
+            )
+        )
 
     def _solve_lines(self, lines: _Lines) -> None:
         """The tridiagonal systems in y of a block of Fourier modes."""
