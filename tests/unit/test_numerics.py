@@ -436,6 +436,8 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
     metrics = stencils.YMetrics.from_grid(grid)
     dx, dz, nu, forcing, dt, gamma, rho, alpha_dt = 0.4, 0.25, 0.03, 0.7, 0.01, 0.4, -0.2, 0.002
     fields = [rng.standard_normal((nx + 2, ny + 2, nz + 2)) for _ in range(3)]
+    if walls:
+        fields[1][:, 0] = 0.0  # v's lower wall face, as the boundaries leave it
     previous = rng.standard_normal((3, nx, ny, nz))
     bands = [(rng.uniform(-0.2, -0.1, ny), rng.uniform(1.3, 1.5, ny),
               rng.uniform(-0.2, -0.1, ny)) for _ in range(2)]  # fmt: skip
@@ -467,6 +469,35 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
         assert np.array_equal(terms, explicit), runs
         for result, reference in zip(updated, expected, strict=True):
             assert np.array_equal(result, reference), runs
+    # The projection's divergence (and the bulk's rows) in the same pass: the values of the
+    # updated fields once the boundaries are applied, but on the planes left to after the
+    # exchange and, where z's ghosts come from elsewhere, the first z cells.
+    if walls:
+        expected[1][:, -2:] = 0.0  # the upper wall face (the lower one is 0 throughout)
+    else:
+        expected[1][:, 0] = expected[1][:, -2]
+    for z_wraps in (True, False):
+        bounded = [field.copy() for field in expected]
+        if z_wraps:
+            bounded[2][:, :, 0] = bounded[2][:, :, -2]
+        reference_rows = np.empty((nx, ny))
+        reference = stencils.divergence(*bounded, metrics, dx, dz, 1.7, rows=reference_rows)
+        first = 0 if z_wraps else 1
+        for runs in (1, 2, nx):
+            updated = [field.copy() for field in fields]
+            divergence, rows = np.full((nx, ny, nz), np.nan), np.full((nx, ny), np.nan)
+            stencils.advance_velocity(
+                *updated, metrics, dx, dz, nu, forcing, dt, gamma, rho, alpha_dt,
+                previous.copy(), operators, stencils.velocity_planes((nx, ny, nz), runs),
+                divergence, 1.7, rows, z_wraps,
+            )  # fmt: skip
+            left = stencils.planes_left_by_advance(nx, runs)
+            taken = [plane for plane in range(nx) if plane not in left]
+            assert taken or runs > 1
+            assert np.array_equal(divergence[taken, :, first:], reference[taken, :, first:])
+            assert np.array_equal(rows[taken], reference_rows[taken])
+    assert stencils.planes_left_by_advance(5, 1) == [0, 1, 4]
+    assert stencils.planes_left_by_advance(5, 2) == [0, 1, 2, 3, 4]
     # The first substep reads no previous terms.
     terms = np.full_like(previous, np.nan)
     stencils.advance_velocity(*[f.copy() for f in fields], metrics, dx, dz, nu, forcing, dt,

@@ -120,6 +120,35 @@ def _divergence(u, v, w, width, dx, dz, scale, out, rows):  # pragma: no cover
                 rows[i - 1, j - 1] = row_sum(u[i, j], 1, nz + 1)
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _divergence_of_plane(u, v, w, i, width, dx, dz, scale, walls, z_wraps, out, rows):
+    # _divergence's values of x-plane i (its arithmetic, the same bits) as they will be once
+    # the boundaries are applied, from the owned values alone: the wall faces' v as 0, a
+    # periodic y's ghost v and (z_wraps) z's ghost w as their own periodic images. Not the
+    # ghost plane below in x: its values are those before the exchange. (The k loop as
+    # _divergence's, the first cell again after it: from k = 2 LLVM did not vectorise it.)
+    _, ny, nz = out.shape
+    summing = rows.shape[0] > 0
+    for j in range(1, ny + 1):
+        inverse_width = 1.0 / width[j - 1]
+        below = j - 1 if j > 1 or walls else ny
+        upper = 0.0 if walls and j == ny else 1.0  # the upper wall face's v is 0
+        for k in range(1, nz + 1):
+            out[i - 1, j - 1, k - 1] = scale * (
+                (u[i, j, k] - u[i - 1, j, k]) / dx
+                + (upper * v[i, j, k] - v[i, below, k]) * inverse_width
+                + (w[i, j, k] - w[i, j, k - 1]) / dz
+            )
+        if z_wraps:
+            out[i - 1, j - 1, 0] = scale * (
+                (u[i, j, 1] - u[i - 1, j, 1]) / dx
+                + (upper * v[i, j, 1] - v[i, below, 1]) * inverse_width
+                + (w[i, j, 1] - w[i, j, nz]) / dz
+            )
+        if summing:
+            rows[i - 1, j - 1] = row_sum(u[i, j], 1, nz + 1)
+
+
 def owned_rows(out: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """``rows`` checked to be one value per owned (x, y) row of the owned array ``out``, or
     the kernels' "no rows" when None."""
@@ -385,6 +414,7 @@ def _advance_velocity(
     u, v, w, width, width_up, gap, gap_down, dx, dz, nu, y_implicit, forcing_x,
     dt, gamma, rho, alpha_dt, first, terms_u, terms_v, terms_w, centre_lower, centre_pivot,
     centre_factor, face_lower, face_pivot, face_factor, planes_u, planes_v, planes_w, chunks,
+    scale, z_wraps, divergence, rows,
 ):  # fmt: skip  # pragma: no cover
     # The arithmetic of _advection, _add_viscous, the forcing, _rk3_increment and
     # FactoredTridiagonal.solve(increment, field), in their order, so the result is theirs
@@ -395,8 +425,10 @@ def _advance_velocity(
     # An x-plane's increments go to a plane of ``planes`` (in cache), are solved there in
     # y and added to the fields once the next plane's terms, which read this plane's old
     # values, are computed. A run of planes (one per thread) holds back its first and last
-    # planes, which the neighbouring runs read, until every run is done.
+    # planes, which the neighbouring runs read, until every run is done. Where divergence
+    # is not empty, a plane's divergence is taken once it and the plane below are added.
     nx, ny, nz = terms_u.shape
+    diverging = divergence.shape[0] > 0
     x_coefficient, z_coefficient = nu / dx**2, nu / dz**2
     centre_up, centre_down = np.empty(ny), np.empty(ny)
     face_up, face_down = np.empty(ny), np.empty(ny)
@@ -442,6 +474,9 @@ def _advance_velocity(
                 _add_plane(u, i - 1, planes_u[chunk, held])
                 _add_plane(v, i - 1, planes_v[chunk, held])
                 _add_plane(w, i - 1, planes_w[chunk, held])
+                if diverging and i - 2 > start:  # the plane below is added too
+                    _divergence_of_plane(u, v, w, i - 1, width, dx, dz, scale, y_implicit,
+                                         z_wraps, divergence, rows)  # fmt: skip
     for chunk in prange(chunks):
         start, stop = 1 + chunk * nx // chunks, 1 + (chunk + 1) * nx // chunks
         for i in range(start, stop):
@@ -450,6 +485,17 @@ def _advance_velocity(
                 _add_plane(u, i, planes_u[chunk, held])
                 _add_plane(v, i, planes_v[chunk, held])
                 _add_plane(w, i, planes_w[chunk, held])
+
+
+def planes_left_by_advance(nx: int, runs: int) -> list[int]:
+    """The x-planes (owned indices from 0) whose divergence :func:`advance_velocity` in
+    ``runs`` runs of planes leaves to be taken after the halo exchange: each run's first
+    two and its last."""
+    left = set()
+    for run in range(runs):
+        start, stop = run * nx // runs, (run + 1) * nx // runs
+        left.update(plane for plane in (start, start + 1, stop - 1) if start <= plane < stop)
+    return sorted(left)
 
 
 def velocity_planes(shape, runs: int) -> np.ndarray:
@@ -462,7 +508,8 @@ def velocity_planes(shape, runs: int) -> np.ndarray:
 
 def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
                      forcing_x: float, dt: float, gamma: float, rho: float, alpha_dt: float,
-                     terms, implicit=None, planes=None):  # fmt: skip
+                     terms, implicit=None, planes=None, divergence=None, scale: float = 1.0,
+                     rows=None, z_wraps: bool = False):  # fmt: skip
     """An RK3 substep of the ghosted u, v, w before their projection, in place, in one pass
     (numba).
 
@@ -479,6 +526,15 @@ def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity
 
     ``planes`` (:func:`velocity_planes`) is made for one run of x-planes per thread when
     not given; the ghosts are not written.
+
+    With ``divergence`` (the owned shape, C-ordered), the same pass writes there
+    :func:`divergence`'s ``scale ∇·u`` of the updated velocity (and its ``rows``) as it
+    will be once the boundaries are applied, the same bits: with ``implicit`` y has walls
+    (v is 0 on their faces), without it is periodic; ``z_wraps`` says that z's ghosts are
+    this rank's own periodic images (z whole and periodic), otherwise the values at the
+    first z cells are left wrong. The planes :func:`planes_left_by_advance` names, whose
+    neighbours the pass cannot see, are left wrong too: :func:`divergence` of those after
+    the halo exchange completes it.
     """
     shape = (3, *(n - 2 for n in u.shape))
     if terms.shape != shape:
@@ -488,6 +544,11 @@ def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity
     elif planes.ndim != 5 or (planes.shape[0], *planes.shape[2:]) != (3, 3, *shape[2:]):
         raise ValueError(f"planes has shape {planes.shape}, expected (3, runs, 3, {shape[2]}, "
                          f"{shape[3]})")  # fmt: skip
+    if divergence is None:
+        divergence = _NO_ARRAY
+    elif divergence.shape != shape[1:] or not divergence.flags.c_contiguous:
+        raise ValueError(f"divergence must be C-ordered of shape {shape[1:]}, got "
+                         f"{divergence.shape}")  # fmt: skip
     if implicit is None:
         bands = (_NO_SHIFT,) * 6
     else:
@@ -503,7 +564,8 @@ def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity
         u, v, w, metrics.width.ravel(), metrics.width_up.ravel(), metrics.gap.ravel(),
         metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), implicit is not None,
         float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt), bool(rho == 0),
-        *terms, *bands, *planes, planes.shape[1],
+        *terms, *bands, *planes, planes.shape[1], float(scale), bool(z_wraps), divergence,
+        owned_rows(divergence, rows) if divergence.size else _NO_ROWS,
     )  # fmt: skip
     return terms
 

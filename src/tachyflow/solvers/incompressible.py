@@ -206,6 +206,7 @@ class IncompressibleSolver(PencilSolver):
         self._explicit_terms = [np.empty((3, *decomposition.local_shape("y"))), None]
         self._implicit_terms = None
         self._velocity_planes = None
+        self._divergence_taken = None  # (scale, with rows) when the fused pass took it
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -401,12 +402,19 @@ class IncompressibleSolver(PencilSolver):
         if self._velocity_planes is None:
             runs = max(1, min(numba.get_num_threads(), terms.shape[1]))
             self._velocity_planes = stencils.velocity_planes(terms.shape[1:], runs)
+        # The projection's divergence in the same pass, but where bodies are forced in
+        # between (it is of the forced velocity).
+        divergence = None if self._forcing else self.poisson.work
+        rows = self._bulk_rows_array() if self.forcing.kind == "flow-rate" else None
         with self.timer("velocity"):
             stencils.advance_velocity(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
                 forcing, dt, gamma, rho, alpha_dt, terms, implicit, self._velocity_planes,
+                divergence, 1.0 / alpha_dt, rows, self.decomposition.p_col == 1,
             )  # fmt: skip
         self._previous = terms
+        if divergence is not None:
+            self._divergence_taken = (1.0 / alpha_dt, rows is not None)
 
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
@@ -453,11 +461,31 @@ class IncompressibleSolver(PencilSolver):
     def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
         """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
         right-hand side there costs no copy; valid until the next call or solve); with
-        ``rows``, the sums of u along z of each owned row there."""
-        return stencils.divergence(
-            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale,
-            out=self.poisson.work, rows=rows,
-        )  # fmt: skip
+        ``rows``, the sums of u along z of each owned row there. After the fused pass
+        took it (:meth:`_advance_fused`), only what that pass could not see: the planes
+        beside its runs' ends, and the first z cells where z is split."""
+        taken, self._divergence_taken = self._divergence_taken, None
+        work = self.poisson.work
+        if taken != (scale, rows is not None):
+            return stencils.divergence(
+                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
+                rows=rows,
+            )  # fmt: skip
+        runs = self._velocity_planes.shape[1]
+        for plane in stencils.planes_left_by_advance(work.shape[0], runs):
+            ghosted = slice(plane, plane + 3)
+            stencils.divergence(
+                self.u[ghosted], self.v[ghosted], self.w[ghosted], self.metrics, self.dx,
+                self.dz, scale, out=work[plane : plane + 1],
+                rows=None if rows is None else rows[plane : plane + 1],
+            )  # fmt: skip
+        if self.decomposition.p_col > 1:  # z's ghosts came from the neighbours
+            column = slice(0, 3)
+            stencils.divergence(
+                self.u[:, :, column], self.v[:, :, column], self.w[:, :, column],
+                self.metrics, self.dx, self.dz, scale, out=work[:, :, :1],
+            )  # fmt: skip
+        return work
 
     def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
         """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``,
