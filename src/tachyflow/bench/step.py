@@ -21,7 +21,7 @@ Ours is timed with blocking transposes (the default), overlapped ones, and overl
 progress calls, interleaved (:mod:`tachyflow.bench.overlap`: ``overlap`` holds the
 speed-ups), and on a ``p_row × 1`` grid with the pressure solve's z-slabs off
 (:mod:`tachyflow.bench.slabs`: ``slabs``); ``phases`` are over the steps of all. Then
-the step with its fused explicit pass (the default) and with the separate kernels,
+the step with its fused velocity update (the default) and with the separate kernels,
 interleaved: ``fused`` holds both and the speed-up of fusing. ``beyond_step``: what a run
 adds to each step, its checks (NaN, the CFL number) every iteration and ``statistics()``
 every ``statistics_every`` steps, interleaved, with each in field reads.
@@ -111,7 +111,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
         name: -decomposition.maximum(-value) for name, value in spent.items()
     }
 
-    # The fused explicit pass against the separate kernels (the same bits), interleaved.
+    # The fused velocity update against the separate kernels (the same bits), interleaved.
     def stepped(fused: bool):
         def run():
             solver.fused = fused
@@ -121,7 +121,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
 
     pair = time_interleaved(
         {"fused": stepped(True), "separate kernels": stepped(False)}, comm, repeats, 1,
-        description="fused explicit pass",
+        description="fused velocity update",
     )  # fmt: skip
     solver.fused = True
     fused = {name: summarize(samples) for name, samples in pair.items()}

@@ -98,7 +98,7 @@ class Step(Benchmark):
         if "fused" in document:
             fused = document["fused"]
             runtime.make_console().print(
-                f"fused explicit pass: {fused['fused']['median'] * 1e3:.1f} ms per step, the "
+                f"fused velocity update: {fused['fused']['median'] * 1e3:.1f} ms per step, the "
                 f"separate kernels {fused['separate kernels']['median'] * 1e3:.1f} ms "
                 f"({fused['speedup']:.2f}x; same run, interleaved)"
             )
