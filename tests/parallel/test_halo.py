@@ -85,6 +85,37 @@ def test_arrays_exchanged_together_equal_arrays_exchanged_one_by_one():
     parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
 
 
+@pytest.mark.parallel([1, 2, 3])
+def test_an_exchange_of_some_axes_fills_only_their_ghosts():
+    # Each axis' ghosts as a whole exchange fills them (without corners: the ghost planes of
+    # that axis alone), the others' left as they were; arrays aligned at their owned cells.
+    comm = MPI.COMM_WORLD
+    failures = []
+    shape = (7, 5, 6)
+    reference = index_array(shape)
+    for grid in process_grids(comm.size):
+        with PencilDecomposition(shape, grid, comm) as decomposition:
+            halo = HaloExchange(decomposition, "y", 1)
+            whole = halo.allocate()
+            whole[...] = np.nan
+            halo.interior(whole)[...] = decomposition.scatter_global(reference, "y")
+            if halo.interior(whole).size and halo.interior(whole).ctypes.data % 64:
+                failures.append((grid, "owned cells not aligned"))
+            partial = whole.copy()
+            halo.exchange(whole)
+            for axes in ((0,), (2,), (0, 2)):
+                array = partial.copy()
+                halo.exchange(array, axes=axes)
+                for axis in range(3):
+                    ends = [slice(1, -1)] * 3
+                    ends[axis] = [0, -1]
+                    expected = whole if axis in axes else partial
+                    if not np.array_equal(array[tuple(ends)], expected[tuple(ends)],
+                                          equal_nan=True):  # fmt: skip
+                        failures.append((grid, axes, axis))
+    parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
+
+
 @pytest.mark.parallel([2, 3])
 def test_halo_bad_input_raises_on_every_rank():
     comm = MPI.COMM_WORLD
@@ -102,3 +133,5 @@ def test_halo_bad_input_raises_on_every_rank():
             halo.exchange(halo.allocate(), decomposition.zeros("z"))
         with pytest.raises(TypeError, match="needs numpy arrays, got list"):
             halo.exchange(halo.allocate(), [0.0])
+        with pytest.raises(ValueError, match="axes must be a collection of 0, 1, 2, got 3"):
+            halo.exchange(halo.allocate(), axes=3)

@@ -496,6 +496,13 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
             assert taken or runs > 1
             assert np.array_equal(divergence[taken, :, first:], reference[taken, :, first:])
             assert np.array_equal(rows[taken], reference_rows[taken])
+            # The planes left, from the owned values and the ghosts below (u's in x).
+            stencils.divergence_of_planes(*updated, metrics, dx, dz, 1.7, walls, z_wraps,
+                                          left, divergence, rows)  # fmt: skip
+            assert np.array_equal(divergence, reference) and np.array_equal(rows, reference_rows)
+    with pytest.raises(ValueError, match=r"planes must be owned x-planes 0\.\.4"):
+        stencils.divergence_of_planes(*fields, metrics, dx, dz, 1.0, walls, True, [5],
+                                      np.empty((nx, ny, nz)))  # fmt: skip
     assert stencils.planes_left_by_advance(5, 1) == [0, 1, 4]
     assert stencils.planes_left_by_advance(5, 2) == [0, 1, 2, 3, 4]
     # The first substep reads no previous terms.

@@ -149,6 +149,30 @@ def _divergence_of_plane(u, v, w, i, width, dx, dz, scale, walls, z_wraps, out, 
             rows[i - 1, j - 1] = row_sum(u[i, j], 1, nz + 1)
 
 
+@kernel(error_model="numpy")
+def _divergence_of_planes(u, v, w, width, dx, dz, scale, walls, z_wraps, planes, out, rows):
+    for plane in planes:  # pragma: no cover
+        _divergence_of_plane(u, v, w, plane + 1, width, dx, dz, scale, walls, z_wraps, out, rows)
+
+
+def divergence_of_planes(
+    u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float, walls: bool,
+    z_wraps: bool, planes, out, rows=None,
+) -> np.ndarray:  # fmt: skip
+    """:func:`divergence` of the owned x-planes ``planes`` (indices from 0) into ``out``
+    (and ``rows``), as it is once the boundaries are applied, reading only the owned
+    values and the ghosts below in x (and in z unless ``z_wraps``): with ``walls`` v is 0
+    on the wall faces, without y is periodic; ``z_wraps``: z's ghosts are this rank's
+    own periodic images. The same bits as :func:`divergence` after the boundaries."""
+    planes = np.asarray(planes, dtype=np.int64)
+    if planes.size and not (0 <= planes.min() and planes.max() < out.shape[0]):
+        raise ValueError(f"planes must be owned x-planes 0..{out.shape[0] - 1}, got {planes}")
+    _divergence_of_planes(u, v, w, metrics.width.ravel(), float(dx), float(dz), float(scale),
+                          bool(walls), bool(z_wraps), planes, out,
+                          owned_rows(out, rows))  # fmt: skip
+    return out
+
+
 def owned_rows(out: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """``rows`` checked to be one value per owned (x, y) row of the owned array ``out``, or
     the kernels' "no rows" when None."""

@@ -165,13 +165,17 @@ class HaloExchange:
                 index.append(slice(w, w + self.local_shape[other]))
         return tuple(index)
 
-    def exchange(self, array: np.ndarray, *more: np.ndarray) -> np.ndarray:
+    def exchange(self, array: np.ndarray, *more: np.ndarray, axes=(0, 1, 2)) -> np.ndarray:
         """Fill the ghosts of ``array`` (and of ``more`` arrays) in place; return ``array``
-        (collective).
+        (collective; every rank passes the same ``axes``).
 
         Several arrays travel together: one message per neighbour and axis carries the
         ghosts of all of them (the velocity's three components in one exchange, not three).
+        Only the ghosts beyond the ends of ``axes`` are filled (by default all three axes';
+        with corners, each spans the other axes' ghosts as they are).
         """
+        if isinstance(axes, int) or not set(axes) <= {0, 1, 2}:
+            raise ValueError(f"axes must be a collection of 0, 1, 2, got {axes!r}")
         arrays = (array, *more)
         for candidate in arrays:
             if not isinstance(candidate, np.ndarray):
@@ -186,6 +190,8 @@ class HaloExchange:
                 )
         dtype = np.result_type(*arrays)
         for axis, (comm, me, sends, receives) in enumerate(self._plans):
+            if axis not in axes:
+                continue
             requests, incoming = [], []
             for transfer in receives:
                 if transfer.peer != me:

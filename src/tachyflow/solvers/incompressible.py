@@ -463,16 +463,25 @@ class IncompressibleSolver(PencilSolver):
         right-hand side there costs no copy; valid until the next call or solve); with
         ``rows``, the sums of u along z of each owned row there. After the fused pass
         took it (:meth:`_advance_fused`), only what that pass could not see: the planes
-        beside its runs' ends, and the first z cells where z is split."""
+        beside its runs' ends, and the first z cells where z is split (then after a whole
+        exchange)."""
         taken, self._divergence_taken = self._divergence_taken, None
         work = self.poisson.work
+        z_whole = self.decomposition.p_col == 1
         if taken != (scale, rows is not None):
+            if taken is not None and z_whole:  # only u's x ghosts were exchanged
+                self._apply_boundaries()
             return stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
                 rows=rows,
             )  # fmt: skip
-        runs = self._velocity_planes.shape[1]
-        for plane in stencils.planes_left_by_advance(work.shape[0], runs):
+        left = stencils.planes_left_by_advance(work.shape[0], self._velocity_planes.shape[1])
+        if z_whole:  # from the owned values and u's ghosts in x
+            return stencils.divergence_of_planes(
+                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
+                True, left, work, rows,
+            )  # fmt: skip
+        for plane in left:
             ghosted = slice(plane, plane + 3)
             stencils.divergence(
                 self.u[ghosted], self.v[ghosted], self.w[ghosted], self.metrics, self.dx,
@@ -486,6 +495,15 @@ class IncompressibleSolver(PencilSolver):
                 self.metrics, self.dx, self.dz, scale, out=work[:, :, :1],
             )  # fmt: skip
         return work
+
+    def _boundaries_before_projection(self) -> None:
+        """All boundaries, but after the fused pass took the divergence where z is whole:
+        then only u's ghosts in x (the planes it left read them below; the wall faces'
+        v and the periodic images it reads from the owned values)."""
+        if self._divergence_taken is not None and self.decomposition.p_col == 1:
+            self.halo.exchange(self.u, axes=(0,))
+        else:
+            self._apply_boundaries()
 
     def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
         """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``,

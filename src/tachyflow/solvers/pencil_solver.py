@@ -282,7 +282,7 @@ class PencilSolver(Solver):
         """Make the velocity divergence-free (collective): boundaries, immersed bodies and
         the outflow's balance first; the pressure is the projection potential."""
         with self.timer("boundaries"):
-            self._apply_boundaries()
+            self._boundaries_before_projection()
         if self._forcing:
             with self.timer("immersed"):
                 self._impulse += self._force_bodies()
@@ -304,6 +304,11 @@ class PencilSolver(Solver):
             self._subtract_pressure_gradient(alpha_dt, shift, self._pressure_impulse)
         with self.timer("boundaries"):
             self._apply_boundaries()
+
+    def _boundaries_before_projection(self) -> None:
+        """The ghosts and boundary values the projection's divergence reads (all of them
+        here; a solver that took the divergence in its update's pass may need fewer)."""
+        self._apply_boundaries()
 
     def max_divergence(self) -> float:
         """Largest |∇·u| over the fluid cells (not those with an immersed body's mass
