@@ -150,8 +150,10 @@ def _divergence_of_plane(u, v, w, i, width, dx, dz, scale, walls, z_wraps, out, 
 
 
 @kernel(error_model="numpy")
-def _divergence_of_planes(u, v, w, width, dx, dz, scale, walls, z_wraps, planes, out, rows):
-    for plane in planes:  # pragma: no cover
+def _divergence_of_planes(
+    u, v, w, width, dx, dz, scale, walls, z_wraps, planes, out, rows
+):  # pragma: no cover
+    for plane in planes:
         _divergence_of_plane(u, v, w, plane + 1, width, dx, dz, scale, walls, z_wraps, out, rows)
 
 

@@ -207,6 +207,7 @@ class IncompressibleSolver(PencilSolver):
         self._implicit_terms = None
         self._velocity_planes = None
         self._divergence_taken = None  # (scale, with rows) when the fused pass took it
+        self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -410,7 +411,7 @@ class IncompressibleSolver(PencilSolver):
             stencils.advance_velocity(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
                 forcing, dt, gamma, rho, alpha_dt, terms, implicit, self._velocity_planes,
-                divergence, 1.0 / alpha_dt, rows, self.decomposition.p_col == 1,
+                divergence, 1.0 / alpha_dt, rows, self._z_whole,
             )  # fmt: skip
         self._previous = terms
         if divergence is not None:
@@ -467,20 +468,21 @@ class IncompressibleSolver(PencilSolver):
         exchange)."""
         taken, self._divergence_taken = self._divergence_taken, None
         work = self.poisson.work
-        z_whole = self.decomposition.p_col == 1
         if taken != (scale, rows is not None):
-            if taken is not None and z_whole:  # only u's x ghosts were exchanged
+            if taken is not None and self._z_whole:  # only u's x ghosts were exchanged
                 self._apply_boundaries()
             return stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
                 rows=rows,
             )  # fmt: skip
         left = stencils.planes_left_by_advance(work.shape[0], self._velocity_planes.shape[1])
-        if z_whole:  # from the owned values and u's ghosts in x
+        if self._z_whole:  # from the owned values and u's ghosts in x
             return stencils.divergence_of_planes(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
                 True, left, work, rows,
             )  # fmt: skip
+        # z split: after a whole exchange, as the separate pass, with the first z cells,
+        # whose ghosts came from the neighbours.
         for plane in left:
             ghosted = slice(plane, plane + 3)
             stencils.divergence(
@@ -488,19 +490,18 @@ class IncompressibleSolver(PencilSolver):
                 self.dz, scale, out=work[plane : plane + 1],
                 rows=None if rows is None else rows[plane : plane + 1],
             )  # fmt: skip
-        if self.decomposition.p_col > 1:  # z's ghosts came from the neighbours
-            column = slice(0, 3)
-            stencils.divergence(
-                self.u[:, :, column], self.v[:, :, column], self.w[:, :, column],
-                self.metrics, self.dx, self.dz, scale, out=work[:, :, :1],
-            )  # fmt: skip
+        column = slice(0, 3)
+        stencils.divergence(
+            self.u[:, :, column], self.v[:, :, column], self.w[:, :, column], self.metrics,
+            self.dx, self.dz, scale, out=work[:, :, :1],
+        )  # fmt: skip
         return work
 
     def _boundaries_before_projection(self) -> None:
         """All boundaries, but after the fused pass took the divergence where z is whole:
         then only u's ghosts in x (the planes it left read them below; the wall faces'
         v and the periodic images it reads from the owned values)."""
-        if self._divergence_taken is not None and self.decomposition.p_col == 1:
+        if self._divergence_taken is not None and self._z_whole:
             self.halo.exchange(self.u, axes=(0,))
         else:
             self._apply_boundaries()
