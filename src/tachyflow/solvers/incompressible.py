@@ -206,7 +206,7 @@ class IncompressibleSolver(PencilSolver):
         self._explicit_terms = [np.empty((3, *decomposition.local_shape("y"))), None]
         self._implicit_terms = None
         self._velocity_planes = None
-        self._divergence_taken = None  # (scale, with rows) when the fused pass took it
+        self._divergence_taken = False  # by the fused pass, for the projection next
         self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
 
     # -- set-up ------------------------------------------------------------------------------
@@ -414,8 +414,7 @@ class IncompressibleSolver(PencilSolver):
                 divergence, 1.0 / alpha_dt, rows, self._z_whole,
             )  # fmt: skip
         self._previous = terms
-        if divergence is not None:
-            self._divergence_taken = (1.0 / alpha_dt, rows is not None)
+        self._divergence_taken = divergence is not None
 
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
@@ -462,46 +461,37 @@ class IncompressibleSolver(PencilSolver):
     def _divergence(self, scale: float = 1.0, rows: np.ndarray | None = None) -> np.ndarray:
         """``scale ∇·u`` at the owned cells, in the pressure solve's own array (its
         right-hand side there costs no copy; valid until the next call or solve); with
-        ``rows``, the sums of u along z of each owned row there. After the fused pass
-        took it (:meth:`_advance_fused`), only what that pass could not see: the planes
-        beside its runs' ends, and the first z cells where z is split (then after a whole
-        exchange)."""
-        taken, self._divergence_taken = self._divergence_taken, None
+        ``rows``, the sums of u along z of each owned row there. Right after the fused
+        pass took it (:meth:`_advance_fused`, with this ``scale`` and ``rows``), only what
+        that pass could not see: the planes beside its runs' ends, and the first z cells
+        where z is split."""
+        taken, self._divergence_taken = self._divergence_taken, False
         work = self.poisson.work
-        if taken != (scale, rows is not None):
-            if taken is not None and self._z_whole:  # only u's x ghosts were exchanged
-                self._apply_boundaries()
+        if not taken:
             return stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
                 rows=rows,
             )  # fmt: skip
+        # The planes left read u's ghosts below in x (and, z split, w's in z: a whole
+        # exchange came first); the first z cells of a split z, the neighbours' ghosts.
         left = stencils.planes_left_by_advance(work.shape[0], self._velocity_planes.shape[1])
-        if self._z_whole:  # from the owned values and u's ghosts in x
-            return stencils.divergence_of_planes(
-                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
-                True, left, work, rows,
-            )  # fmt: skip
-        # z split: after a whole exchange, as the separate pass, with the first z cells,
-        # whose ghosts came from the neighbours.
-        for plane in left:
-            ghosted = slice(plane, plane + 3)
-            stencils.divergence(
-                self.u[ghosted], self.v[ghosted], self.w[ghosted], self.metrics, self.dx,
-                self.dz, scale, out=work[plane : plane + 1],
-                rows=None if rows is None else rows[plane : plane + 1],
-            )  # fmt: skip
-        column = slice(0, 3)
-        stencils.divergence(
-            self.u[:, :, column], self.v[:, :, column], self.w[:, :, column], self.metrics,
-            self.dx, self.dz, scale, out=work[:, :, :1],
+        stencils.divergence_of_planes(
+            self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
+            self._z_whole, left, work, rows,
         )  # fmt: skip
+        if not self._z_whole:
+            column = slice(0, 3)
+            stencils.divergence(
+                self.u[:, :, column], self.v[:, :, column], self.w[:, :, column],
+                self.metrics, self.dx, self.dz, scale, out=work[:, :, :1],
+            )  # fmt: skip
         return work
 
     def _boundaries_before_projection(self) -> None:
         """All boundaries, but after the fused pass took the divergence where z is whole:
         then only u's ghosts in x (the planes it left read them below; the wall faces'
         v and the periodic images it reads from the owned values)."""
-        if self._divergence_taken is not None and self._z_whole:
+        if self._divergence_taken and self._z_whole:
             self.halo.exchange(self.u, axes=(0,))
         else:
             self._apply_boundaries()
