@@ -53,11 +53,13 @@ def test_divergence_and_gradient_kernels_equal_the_numpy_formulas(geometry):
     reference[2][OWN, OWN, OWN] -= 0.3 * (p[OWN, OWN, UP] - centre) / (m.centre[:, OWN] * DT)
     shift = np.linspace(-1.0, 1.0, u.shape[1] - 2)  # the flow-rate force's, same pass
     reference[0][OWN, OWN, OWN] += shift[None, :, None]
-    total = np.ones(centre.shape)  # the step's pressure impulse, same pass
+    total = np.ones(centre.shape)  # the step's pressure, same pass
     stencils.subtract_gradient(u, q, w, p, m, DX, DT, 0.3, shift, total, 0.37)
     for result, expected in zip((u, q, w), reference, strict=True):
         assert close(result, expected)
     assert np.array_equal(total, 1.0 + 0.37 * centre)
+    stencils.subtract_gradient(u, q, w, p, m, DX, DT, 0.0, None, total, 0.37, fresh=True)
+    assert np.array_equal(total, 0.37 * centre)  # the last step's replaced
 
 
 def viscous_reference(u, q, w, m, omega, core):

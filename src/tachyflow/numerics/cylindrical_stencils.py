@@ -98,7 +98,7 @@ def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1
 
 @kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(
-    u, q, w, p, rc, rf, gap, dx, dt, factor, shift, total, weight
+    u, q, w, p, rc, rf, gap, dx, dt, factor, shift, total, weight, fresh
 ):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
@@ -113,17 +113,19 @@ def _subtract_gradient(
                 if j < nr:  # the outer wall face stays 0
                     q[i, j, k] -= radial * (p[i, j + 1, k] - centre) / gap[j]
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / azimuthal
-            add_to_total(total, weight, p, i, j)
+            add_to_total(total, weight, fresh, p, i, j)
 
 
 def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float,
-                      shift=None, total=None, weight: float = 0.0):  # fmt: skip
+                      shift=None, total=None, weight: float = 0.0,
+                      fresh: bool = False):  # fmt: skip
     """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0); with
     ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass; with
-    ``total`` (the owned shape), ``total += weight * p`` at the owned cells."""
+    ``total`` (the owned shape), ``total += weight * p`` at the owned cells, or
+    ``total = weight * p`` where ``fresh``."""
     rc, rf, _, gap = m.columns()
     _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift),
-                       owned_total(p, total), float(weight))  # fmt: skip
+                       owned_total(p, total), float(weight), bool(fresh))  # fmt: skip
 
 
 @kernel(error_model="numpy")

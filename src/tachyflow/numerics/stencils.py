@@ -200,7 +200,7 @@ def divergence(
 
 @kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(
-    u, v, w, p, gap, dx, dz, factor, last_v_face, shift, total, weight
+    u, v, w, p, gap, dx, dz, factor, last_v_face, shift, total, weight, fresh
 ):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
@@ -214,28 +214,35 @@ def _subtract_gradient(
                 if j <= last_v_face:
                     v[i, j, k] -= factor * (p[i, j + 1, k] - centre) * inverse_gap
                 w[i, j, k] -= factor * (p[i, j, k + 1] - centre) / dz
-            add_to_total(total, weight, p, i, j)
+            add_to_total(total, weight, fresh, p, i, j)
 
 
 @numba.njit(error_model="numpy", inline="always")
-def add_to_total(total, weight, p, i, j):  # pragma: no cover
-    """``total[i-1, j-1] += weight * p[i, j, 1:-1]`` where ``total`` is not empty: a
-    projection's potential, whose row a gradient pass has just read, added to the step's
-    pressure impulse (compiled, for kernels)."""
+def add_to_total(total, weight, fresh, p, i, j):  # pragma: no cover
+    """``total[i-1, j-1] += weight * p[i, j, 1:-1]`` (``=`` where ``fresh``) where
+    ``total`` is not empty: a projection's potential, whose row a gradient pass has just
+    read, added to the step's pressure (compiled, for kernels)."""
     if total.shape[0] > 0:
-        row, values = total[i - 1, j - 1], p[i, j]
-        for k in range(row.shape[0]):
-            row[k] += weight * values[k + 1]
+        # Indexed from the arguments: through views made here LLVM does not vectorise.
+        if fresh:
+            for k in range(1, total.shape[2] + 1):
+                total[i - 1, j - 1, k - 1] = weight * p[i, j, k]
+        else:
+            for k in range(1, total.shape[2] + 1):
+                total[i - 1, j - 1, k - 1] += weight * p[i, j, k]
 
 
 def owned_total(ghosted: np.ndarray, total: np.ndarray | None) -> np.ndarray:
-    """``total`` checked to have the owned shape of the ghosted ``ghosted``, or the
-    kernels' "no total" when None."""
+    """``total`` checked to have the owned shape of the ghosted ``ghosted`` (a view such as
+    another ghosted array's owned cells will do), or the kernels' "no total" when None."""
     if total is None:
         return _NO_ARRAY
     owned = tuple(n - 2 for n in ghosted.shape)
-    if total.shape != owned or not total.flags.c_contiguous:
-        raise ValueError(f"total must be C-ordered of shape {owned}, got {total.shape}")
+    if not isinstance(total, np.ndarray) or total.shape != owned or total.dtype != np.float64:
+        raise ValueError(
+            f"total must be a float64 array of shape {owned}, got "
+            f"{getattr(total, 'dtype', type(total).__name__)} {getattr(total, 'shape', '')}"
+        )
     return total
 
 
@@ -251,16 +258,17 @@ def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
 
 def subtract_gradient(
     u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool,
-    shift=None, total=None, weight: float = 0.0,
+    shift=None, total=None, weight: float = 0.0, fresh: bool = False,
 ) -> None:  # fmt: skip
     """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
     their value (the last owned v face is the upper wall). With ``shift`` (one value per
     owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response);
-    with ``total`` (the owned shape), ``total += weight * p`` at the owned cells."""
+    with ``total`` (the owned shape), ``total += weight * p`` at the owned cells, or
+    ``total = weight * p`` where ``fresh``."""
     ny = u.shape[1] - 2
     _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor,
                        ny - 1 if walls else ny, row_shift(u, shift), owned_total(p, total),
-                       float(weight))  # fmt: skip
+                       float(weight), bool(fresh))  # fmt: skip
 
 
 @kernel(error_model="numpy", parallel=True)

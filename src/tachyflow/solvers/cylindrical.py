@@ -202,9 +202,10 @@ class CylindricalSolver(PencilSolver):
             )
         self.theta_overlap = "theta" in overlap
         self.u, self.q, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self.potential = self.halo.allocate()  # a projection's, summed into p by the step
         self.poisson = PoissonSolver(
             decomposition, grid, self.transposer, planning=planning,
-            overlap="poisson" in overlap, solution=self.halo.interior(self.p),
+            overlap="poisson" in overlap, solution=self.halo.interior(self.potential),
         )  # fmt: skip
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
@@ -470,11 +471,12 @@ class CylindricalSolver(PencilSolver):
             out=self.poisson.work, rows=rows,
         )  # fmt: skip
 
-    def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
-        """``u -= factor ∇p`` on the owned faces, ``u += shift[r]``, ``total += factor p``."""
+    def _subtract_pressure_gradient(self, factor, shift=None) -> None:
+        """``u -= factor ∇φ`` on the owned faces, ``u += shift[r]``, φ's part of the step's
+        pressure (:meth:`_pressure_part`)."""
         stencils.subtract_gradient(
-            self.u, self.q, self.w, self.p, self.metrics, self.dx, self.dt_theta, factor,
-            shift, total, factor,
+            self.u, self.q, self.w, self.potential, self.metrics, self.dx, self.dt_theta,
+            factor, shift, *self._pressure_part(factor),
         )  # fmt: skip
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
@@ -655,7 +657,7 @@ class CylindricalSolver(PencilSolver):
             self.halo.interior(field)[...] = pieces[name]
         self._previous = None
         self._apply_boundaries()
-        self._exchange_pressure()
+        self._exchange_pressure(self.p)
         self.time = float(scalars["time"])
         self.steps = int(scalars["step"])
         self.pressure_gradient = float(scalars.get("pressure_gradient", self.pressure_gradient))

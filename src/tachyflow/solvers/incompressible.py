@@ -181,9 +181,10 @@ class IncompressibleSolver(PencilSolver):
         self.walls = not grid.periodic_y
         self.halo = HaloExchange(decomposition, "y", width=1, corners=True)
         self.u, self.v, self.w, self.p = (self.halo.allocate() for _ in range(4))
+        self.potential = self.halo.allocate()  # a projection's, summed into p by the step
         self.poisson = PoissonSolver(
             decomposition, grid, planning=planning, overlap=overlap,
-            solution=self.halo.interior(self.p),
+            solution=self.halo.interior(self.potential),
         )  # fmt: skip
         self.timer = PhaseTimer()
         self.metrics = stencils.YMetrics.from_grid(grid)
@@ -236,10 +237,8 @@ class IncompressibleSolver(PencilSolver):
         moving = dt > 0 and any(body.motion.moving for body in self.moving_bodies)
         if moving:
             before = self.bodies
-            # The projection of the re-immersion is no pressure of the flow: keep the last.
-            pressure = self.p.copy()
+            # (The re-immersion's projection leaves p: its potential is no pressure.)
             super().immerse(body.placed(self.time + dt) for body in self.moving_bodies)
-            self.p[...] = pressure
             # What moving the bodies gave the fluid around them, less their own volumes'
             # gain (on the points inside them now): part of this step's loads.
             moved = self._impulse - sum(
@@ -496,12 +495,12 @@ class IncompressibleSolver(PencilSolver):
         else:
             self._apply_boundaries()
 
-    def _subtract_pressure_gradient(self, factor, shift=None, total=None) -> None:
-        """``u -= factor ∇p`` on the owned faces (not the wall faces), ``u += shift[y]``,
-        ``total += factor p``."""
+    def _subtract_pressure_gradient(self, factor, shift=None) -> None:
+        """``u -= factor ∇φ`` on the owned faces (not the wall faces), ``u += shift[y]``,
+        φ's part of the step's pressure (:meth:`_pressure_part`)."""
         stencils.subtract_gradient(
-            self.u, self.v, self.w, self.p, self.metrics, self.dx, self.dz, factor, self.walls,
-            shift, total, factor,
+            self.u, self.v, self.w, self.potential, self.metrics, self.dx, self.dz, factor,
+            self.walls, shift, *self._pressure_part(factor),
         )  # fmt: skip
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:

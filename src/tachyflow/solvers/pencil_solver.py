@@ -62,8 +62,8 @@ class PencilSolver(Solver):
     """
 
     _forcing: tuple = ()
-    _pressure_impulse: np.ndarray | None = None  # Σ α_k Δt φ_k during a step
-    _impulse_sum: np.ndarray | None = None  # its array, kept between steps
+    _pressure_weight: float | None = None  # 1/Δt while a step sums its pressure into p
+    _pressure_fresh = False  # p still holds the last step's: the next potential replaces it
     _bulk_rows: np.ndarray | None = None  # Σ_z u per owned (x, y) row, from the divergence
     bodies: tuple = ()
     inflow: Inflow | None = None
@@ -171,14 +171,25 @@ class PencilSolver(Solver):
             for field in (u, v, w):
                 field[-1] = field[-2]
 
-    def _exchange_pressure(self) -> None:
-        """Pressure ghosts: the halo, and zero gradient beyond the ends of an open x."""
-        self.halo.exchange(self.p)
+    def _exchange_pressure(self, pressure: np.ndarray) -> None:
+        """The ghosts of ``pressure`` (p or a projection's potential): the halo, and zero
+        gradient beyond the ends of an open x."""
+        self.halo.exchange(pressure)
         if self.inflow is not None:
             if self._owns_inflow:
-                self.p[0] = self.p[1]
+                pressure[0] = pressure[1]
             if self._owns_outflow:
-                self.p[-1] = self.p[-2]
+                pressure[-1] = pressure[-2]
+
+    def _pressure_part(self, alpha_dt: float) -> tuple[np.ndarray | None, float, bool]:
+        """Where and how a projection's potential joins the step's pressure, as the
+        gradient pass takes it: p's owned cells, the weight ``α_k = α_k Δt / Δt`` and
+        whether p still holds the last step's (then replaced) while a step runs; else no
+        part (a projection outside the steps, as of newly immersed bodies, leaves p)."""
+        if self._pressure_weight is None:
+            return None, 0.0, False
+        fresh, self._pressure_fresh = self._pressure_fresh, False
+        return self.halo.interior(self.p), alpha_dt * self._pressure_weight, fresh
 
     def _balance_outflow(self) -> None:
         """Shift the outflow velocity uniformly so the outflow equals the inflow
@@ -295,13 +306,13 @@ class PencilSolver(Solver):
                 self._balance_outflow()
             rows = self._bulk_rows_array() if restore else None
             rhs = self._continuity_residual(self._divergence(1.0 / alpha_dt, rows), sources=True)
-        with self.timer("poisson"):  # the potential straight into p (planned there)
-            self.poisson.solve(rhs, out=self.halo.interior(self.p))
+        with self.timer("poisson"):  # straight into the potential's array (planned there)
+            self.poisson.solve(rhs, out=self.halo.interior(self.potential))
         with self.timer("projection"):
-            self._exchange_pressure()
+            self._exchange_pressure(self.potential)
             shift = self._flow_rate_shift(alpha_dt, rows) if restore else None
-            # The potential is the pressure of the gradient, and part of the step's.
-            self._subtract_pressure_gradient(alpha_dt, shift, self._pressure_impulse)
+            # The potential's gradient, and its part of the step's pressure, in one pass.
+            self._subtract_pressure_gradient(alpha_dt, shift)
         with self.timer("boundaries"):
             self._apply_boundaries()
 
@@ -335,17 +346,15 @@ class PencilSolver(Solver):
             raise ValueError(f"time step must be positive, got {dt!r}")
         if self._forcing:
             self._impulse[...] = 0.0
-        if self._impulse_sum is None:  # kept: a fresh array each step costs page faults
-            self._impulse_sum = np.zeros_like(self.poisson.work)
-        else:
-            self._impulse_sum.fill(0.0)
-        self._pressure_impulse = self._impulse_sum
-        for stage in range(3):
-            self._substep(dt, stage)
-        # The step's pressure: Σ α_k Δt φ_k / Δt (non-incremental projection).
-        np.divide(self._pressure_impulse, dt, out=self.halo.interior(self.p))
-        self._pressure_impulse = None
-        self._exchange_pressure()
+        # The step's pressure Σ_k α_k φ_k (non-incremental projection) is summed into p by
+        # the substeps' gradient passes, the first replacing the last step's.
+        self._pressure_weight, self._pressure_fresh = 1.0 / dt, True
+        try:
+            for stage in range(3):
+                self._substep(dt, stage)
+        finally:
+            self._pressure_weight = None
+        self._exchange_pressure(self.p)
         if self._forcing:
             self.body_loads = -self.decomposition.sum_arrays(self._impulse) / dt
         self.time += dt
