@@ -448,13 +448,13 @@ def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_i
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _add_plane(field, i, plane):  # pragma: no cover
-    # field's owned points of x-plane i += plane (owned y and z).
-    ny, nz = plane.shape
+def _add_plane(field, i, planes, run, slot):  # pragma: no cover
+    # field's owned points of x-plane i += the plane planes[run, slot] (owned y and z),
+    # indexed from the arguments (see sweep_plane).
+    ny, nz = planes.shape[2], planes.shape[3]
     for j in range(ny):
-        row, values = field[i, j + 1, 1 : nz + 1], plane[j]
         for k in range(nz):
-            row[k] += values[k]
+            field[i, j + 1, k + 1] += planes[run, slot, j, k]
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -512,17 +512,18 @@ def _advance_velocity(
                         y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_w,
                     )  # fmt: skip
             if y_implicit:
-                increment_u = planes_u[chunk, slot]
-                increment_v = planes_v[chunk, slot]
-                increment_w = planes_w[chunk, slot]
-                sweep_plane(centre_lower, centre_pivot, centre_factor, increment_u, increment_u)
-                sweep_plane(face_lower, face_pivot, face_factor, increment_v, increment_v)
-                sweep_plane(centre_lower, centre_pivot, centre_factor, increment_w, increment_w)
+                plane = (chunk, slot)
+                sweep_plane(centre_lower, centre_pivot, centre_factor, planes_u, plane,
+                            planes_u, plane)  # fmt: skip
+                sweep_plane(face_lower, face_pivot, face_factor, planes_v, plane, planes_v,
+                            plane)  # fmt: skip
+                sweep_plane(centre_lower, centre_pivot, centre_factor, planes_w, plane,
+                            planes_w, plane)  # fmt: skip
             if i - 1 > start:  # the plane before is read no more
                 held = 1 + (i - 1 - start) % 2
-                _add_plane(u, i - 1, planes_u[chunk, held])
-                _add_plane(v, i - 1, planes_v[chunk, held])
-                _add_plane(w, i - 1, planes_w[chunk, held])
+                _add_plane(u, i - 1, planes_u, chunk, held)
+                _add_plane(v, i - 1, planes_v, chunk, held)
+                _add_plane(w, i - 1, planes_w, chunk, held)
                 if diverging and i - 2 > start:  # the plane below is added too
                     _divergence_of_plane(u, v, w, i - 1, width, dx, dz, scale, y_implicit,
                                          z_wraps, divergence, rows)  # fmt: skip
@@ -531,9 +532,9 @@ def _advance_velocity(
         for i in range(start, stop):
             if i == start or i == stop - 1:
                 held = 0 if i == start else 1 + (i - start) % 2
-                _add_plane(u, i, planes_u[chunk, held])
-                _add_plane(v, i, planes_v[chunk, held])
-                _add_plane(w, i, planes_w[chunk, held])
+                _add_plane(u, i, planes_u, chunk, held)
+                _add_plane(v, i, planes_v, chunk, held)
+                _add_plane(w, i, planes_w, chunk, held)
 
 
 def planes_left_by_advance(nx: int, runs: int) -> list[int]:

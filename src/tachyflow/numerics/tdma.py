@@ -226,44 +226,48 @@ def solve_tridiagonal_lines(
 
 
 @numba.njit(error_model="numpy", inline="always")
-def sweep_plane(lower, inverse_pivot, factor, source, lines):  # pragma: no cover
+def sweep_plane(lower, inverse_pivot, factor, source, at, lines, to):  # pragma: no cover
     """Both sweeps of a :class:`FactoredTridiagonal`'s systems in one plane (compiled, for
-    kernels): rows ``j`` of ``source`` (lines along its axis 0, side by side along axis 1)
-    solved into ``lines``, which may be ``source`` itself."""
-    # Whole rows at a time: LLVM vectorises them.
-    n, n2 = lines.shape
-    first, top = source[0], lines[0]
+    kernels): rows ``j`` of the plane ``source[at]`` (lines along its axis 0, side by side
+    along axis 1) solved into the plane ``lines[to]``; ``source`` and ``lines`` are 4D,
+    ``at`` and ``to`` pairs of indices, and the two planes may be the same."""
+    # Whole rows at a time, indexed from the arguments: LLVM vectorises the rows' loops
+    # (writing through views of a plane made here it did not, or not all).
+    (a0, a1), (t0, t1) = at, to
+    n, n2 = lines.shape[2], lines.shape[3]
     for k in range(n2):
-        top[k] = first[k] * inverse_pivot[0]
+        lines[t0, t1, 0, k] = source[a0, a1, 0, k] * inverse_pivot[0]
     for j in range(1, n):
-        row, above, values = lines[j], lines[j - 1], source[j]
         for k in range(n2):
-            row[k] = (values[k] - lower[j] * above[k]) * inverse_pivot[j]
+            lines[t0, t1, j, k] = (
+                source[a0, a1, j, k] - lower[j] * lines[t0, t1, j - 1, k]
+            ) * inverse_pivot[j]
     for j in range(n - 2, -1, -1):
-        row, below = lines[j], lines[j + 1]
         for k in range(n2):
-            row[k] -= factor[j] * below[k]
+            lines[t0, t1, j, k] -= factor[j] * lines[t0, t1, j + 1, k]
 
 
 @kernel(error_model="numpy", parallel=True)
 def _solve_factored(
     lower, inverse_pivot, factor, rhs, target, at_i, at_j, at_k, chunks
 ):  # pragma: no cover
-    # target of shape (0, 0, 0): none, the solution overwrites rhs. Otherwise rhs is only
-    # read: a plane's sweeps run in a plane-sized buffer (in cache; one per run of planes,
-    # ``chunks`` runs: one per thread), then added to target's block at (at_i, at_j, at_k).
-    n0, n, n2 = rhs.shape
+    # rhs: the right-hand sides with an axis of length 1 after the first (see
+    # sweep_plane). target of shape (0, 0, 0): none, the solution overwrites rhs. Otherwise
+    # rhs is only read: a plane's sweeps run in a plane-sized buffer (in cache; one per run
+    # of planes, ``chunks`` runs: one per thread), then added to target's block at
+    # (at_i, at_j, at_k).
+    n0, _, n, n2 = rhs.shape
     add = target.shape[0] > 0
     for chunk in prange(chunks):
-        buffer = np.empty((n, n2) if add else (0, 0))
+        buffer = np.empty((1, 1, n, n2) if add else (0, 0, 0, 0))
         for i in range(chunk * n0 // chunks, (chunk + 1) * n0 // chunks):
-            lines = buffer if add else rhs[i]
-            sweep_plane(lower, inverse_pivot, factor, rhs[i], lines)
             if add:
+                sweep_plane(lower, inverse_pivot, factor, rhs, (i, 0), buffer, (0, 0))
                 for j in range(n):
-                    field, row = target[at_i + i, at_j + j, at_k : at_k + n2], lines[j]
                     for k in range(n2):
-                        field[k] += row[k]
+                        target[at_i + i, at_j + j, at_k + k] += buffer[0, 0, j, k]
+            else:
+                sweep_plane(lower, inverse_pivot, factor, rhs, (i, 0), rhs, (i, 0))
 
 
 _NO_TARGET = np.empty((0, 0, 0))
@@ -313,8 +317,9 @@ class FactoredTridiagonal:
         if rhs.size:
             chunks = min(numba.get_num_threads(), rhs.shape[0])
             _solve_factored(
-                self.lower, self.inverse_pivot, self.factor, rhs, add_to, *map(int, at), chunks
-            )
+                self.lower, self.inverse_pivot, self.factor, rhs[:, None], add_to,
+                *map(int, at), chunks,
+            )  # fmt: skip
         return rhs if add_to is _NO_TARGET else add_to
 
 
