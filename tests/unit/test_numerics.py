@@ -427,6 +427,25 @@ def test_divergence_pass_sums_the_rows_and_gradient_pass_shifts_them():
         subtract_gradient(u, v, w, p, metrics, 0.25, 0.2, 0.3, True, None, total[1:], 0.37)
 
 
+def test_velocity_terms_components_are_c_ordered_and_staggered_off_4k_multiples():
+    from tachyflow.numerics import stencils
+
+    for shape in ((64, 128, 128), (3, 5, 7), (0, 4, 4)):
+        terms = stencils.velocity_terms(shape)
+        assert terms.shape == (3, *shape)
+        starts = [component.ctypes.data for component in terms]
+        for component in terms:
+            assert component.flags.c_contiguous and component.flags.writeable
+            assert component.ctypes.data % 64 == 0  # a cache line
+        # Each component apart from the one before by TERMS_STAGGER past a page multiple;
+        # no two overlap.
+        for before, after in itertools.pairwise(starts):
+            assert (after - before) % 4096 == stencils.TERMS_STAGGER
+            assert after - before >= 8 * int(np.prod(shape))
+        terms[...] = np.arange(terms.size).reshape(terms.shape)
+        assert np.array_equal(terms.ravel(), np.arange(terms.size))
+
+
 @pytest.mark.parametrize("walls", [True, False])
 def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes(walls):
     # Each run of x-planes holds back its first and last planes until every run is done
@@ -468,7 +487,9 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
 
     for runs in (1, 2, nx, nx + 2):
         updated = [field.copy() for field in fields]
-        terms = previous.copy()
+        # A plain array, and the solver's (components 4K-staggered: the same values).
+        terms = previous.copy() if runs % 2 else stencils.velocity_terms((nx, ny, nz))
+        terms[...] = previous
         planes = stencils.velocity_planes((nx, ny, nz), runs)
         stencils.advance_velocity(*updated, metrics, dx, dz, nu, forcing, dt, gamma, rho,
                                   alpha_dt, terms, operators, planes)  # fmt: skip

@@ -204,7 +204,7 @@ class IncompressibleSolver(PencilSolver):
         # substep's in place; the separate kernels need a second array), the separate
         # kernels' Crank–Nicolson terms (then increments), and the fused pass's planes,
         # each made when first used.
-        self._explicit_terms = [np.empty((3, *decomposition.local_shape("y"))), None]
+        self._explicit_terms = [stencils.velocity_terms(decomposition.local_shape("y")), None]
         self._implicit_terms = None
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
