@@ -9,7 +9,7 @@ substeps of the low-storage RK3 of Spalart, Moser & Rogers (as in CaNS), each:
 1. explicit terms ``H = -∇·(uu) + ν ∇²_xz u (+ ν ∂²_y u without walls) + forcing``,
 2. prediction ``u* = u + Δt (γ H + ρ H_previous) (+ Crank–Nicolson in y with walls)``,
 3. projection: ``∇² φ = ∇·u* / (α Δt)`` with the FFT/TDMA :class:`PoissonSolver`, then
-   ``u = u* - α Δt ∇φ`` and ``p = φ``,
+   ``u = u* - α Δt ∇φ``; the step's pressure is ``p = Σ_k α_k φ_k``,
 4. constant flow rate: a uniform shift of ``u`` restores the bulk velocity.
 
 Walls at ``y = 0`` and ``y = Ly`` are no-slip: ``v = 0`` on the wall faces and ghost
