@@ -23,7 +23,7 @@ from numba import prange
 
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.grid import StaggeredGrid
-from tachyflow.numerics.tdma import sweep_plane
+from tachyflow.numerics.tdma import eliminate_plane, substitute_row
 
 INTERIOR = slice(1, -1)
 CENTRE = (INTERIOR, INTERIOR, INTERIOR)
@@ -449,11 +449,14 @@ def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_i
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _add_plane(field, i, planes, run, slot):  # pragma: no cover
+def _add_plane(field, i, planes, run, slot, factor, implicit):  # pragma: no cover
     # field's owned points of x-plane i += the plane planes[run, slot] (owned y and z),
-    # indexed from the arguments (see sweep_plane).
+    # from the last row up; with the implicit solve, each row's backward sweep just before
+    # it is added (in cache then). Indexed from the arguments (see eliminate_plane).
     ny, nz = planes.shape[2], planes.shape[3]
-    for j in range(ny):
+    for j in range(ny - 1, -1, -1):
+        if implicit and j < ny - 1:
+            substitute_row(factor, planes, (run, slot), j)
         for k in range(nz):
             field[i, j + 1, k + 1] += planes[run, slot, j, k]
 
@@ -472,10 +475,11 @@ def _advance_velocity(
     # once and vectorises the k loop (with one 4D array of three components it did not).
     #
     # An x-plane's increments go to a plane of ``planes`` (in cache), are solved there in
-    # y and added to the fields once the next plane's terms, which read this plane's old
-    # values, are computed. A run of planes (one per thread) holds back its first and last
-    # planes, which the neighbouring runs read, until every run is done. Where divergence
-    # is not empty, a plane's divergence is taken once it and the plane below are added.
+    # y (the backward sweep row by row as the rows are added) and added to the fields once
+    # the next plane's terms, which read this plane's old values, are computed. A run of
+    # planes (one per thread) holds back its first and last planes, which the neighbouring
+    # runs read, until every run is done. Where divergence is not empty, a plane's
+    # divergence is taken once it and the plane below are added.
     nx, ny, nz = terms_u.shape
     diverging = divergence.shape[0] > 0
     x_coefficient, z_coefficient = nu / dx**2, nu / dz**2
@@ -512,19 +516,16 @@ def _advance_velocity(
                         w, i, j, k, advected[2], x_coefficient, z_coefficient, a, b,
                         y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_w,
                     )  # fmt: skip
-            if y_implicit:
+            if y_implicit:  # the forward sweeps; the backward ones as the rows are added
                 plane = (chunk, slot)
-                sweep_plane(centre_lower, centre_pivot, centre_factor, planes_u, plane,
-                            planes_u, plane)  # fmt: skip
-                sweep_plane(face_lower, face_pivot, face_factor, planes_v, plane, planes_v,
-                            plane)  # fmt: skip
-                sweep_plane(centre_lower, centre_pivot, centre_factor, planes_w, plane,
-                            planes_w, plane)  # fmt: skip
+                eliminate_plane(centre_lower, centre_pivot, planes_u, plane, planes_u, plane)
+                eliminate_plane(face_lower, face_pivot, planes_v, plane, planes_v, plane)
+                eliminate_plane(centre_lower, centre_pivot, planes_w, plane, planes_w, plane)
             if i - 1 > start:  # the plane before is read no more
                 held = 1 + (i - 1 - start) % 2
-                _add_plane(u, i - 1, planes_u, chunk, held)
-                _add_plane(v, i - 1, planes_v, chunk, held)
-                _add_plane(w, i - 1, planes_w, chunk, held)
+                _add_plane(u, i - 1, planes_u, chunk, held, centre_factor, y_implicit)
+                _add_plane(v, i - 1, planes_v, chunk, held, face_factor, y_implicit)
+                _add_plane(w, i - 1, planes_w, chunk, held, centre_factor, y_implicit)
                 if diverging and i - 2 > start:  # the plane below is added too
                     _divergence_of_plane(u, v, w, i - 1, width, dx, dz, scale, y_implicit,
                                          z_wraps, divergence, rows)  # fmt: skip
@@ -533,9 +534,9 @@ def _advance_velocity(
         for i in range(start, stop):
             if i == start or i == stop - 1:
                 held = 0 if i == start else 1 + (i - start) % 2
-                _add_plane(u, i, planes_u, chunk, held)
-                _add_plane(v, i, planes_v, chunk, held)
-                _add_plane(w, i, planes_w, chunk, held)
+                _add_plane(u, i, planes_u, chunk, held, centre_factor, y_implicit)
+                _add_plane(v, i, planes_v, chunk, held, face_factor, y_implicit)
+                _add_plane(w, i, planes_w, chunk, held, centre_factor, y_implicit)
 
 
 def planes_left_by_advance(nx: int, runs: int) -> list[int]:

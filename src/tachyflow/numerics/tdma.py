@@ -226,11 +226,12 @@ def solve_tridiagonal_lines(
 
 
 @numba.njit(error_model="numpy", inline="always")
-def sweep_plane(lower, inverse_pivot, factor, source, at, lines, to):  # pragma: no cover
-    """Both sweeps of a :class:`FactoredTridiagonal`'s systems in one plane (compiled, for
-    kernels): rows ``j`` of the plane ``source[at]`` (lines along its axis 0, side by side
-    along axis 1) solved into the plane ``lines[to]``; ``source`` and ``lines`` are 4D,
-    ``at`` and ``to`` pairs of indices, and the two planes may be the same."""
+def eliminate_plane(lower, inverse_pivot, source, at, lines, to):  # pragma: no cover
+    """The forward sweep of a :class:`FactoredTridiagonal`'s systems in one plane
+    (compiled, for kernels): rows ``j`` of the plane ``source[at]`` (lines along its axis
+    0, side by side along axis 1) eliminated into the plane ``lines[to]``; ``source`` and
+    ``lines`` are 4D, ``at`` and ``to`` pairs of indices, and the two planes may be the
+    same. :func:`substitute_row` from the last row up completes the solve."""
     # Whole rows at a time, indexed from the arguments: LLVM vectorises the rows' loops
     # (writing through views of a plane made here it did not, or not all).
     (a0, a1), (t0, t1) = at, to
@@ -242,9 +243,25 @@ def sweep_plane(lower, inverse_pivot, factor, source, at, lines, to):  # pragma:
             lines[t0, t1, j, k] = (
                 source[a0, a1, j, k] - lower[j] * lines[t0, t1, j - 1, k]
             ) * inverse_pivot[j]
-    for j in range(n - 2, -1, -1):
-        for k in range(n2):
-            lines[t0, t1, j, k] -= factor[j] * lines[t0, t1, j + 1, k]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def substitute_row(factor, lines, to, j):  # pragma: no cover
+    """Row ``j`` of the plane ``lines[to]`` (4D, ``to`` a pair of indices) solved by the
+    backward sweep, once the row below is (compiled, for kernels; the last row is solved
+    by :func:`eliminate_plane` already)."""
+    t0, t1 = to
+    for k in range(lines.shape[3]):
+        lines[t0, t1, j, k] -= factor[j] * lines[t0, t1, j + 1, k]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def sweep_plane(lower, inverse_pivot, factor, source, at, lines, to):  # pragma: no cover
+    """Both sweeps (:func:`eliminate_plane`, then :func:`substitute_row` from the last row
+    up) of a :class:`FactoredTridiagonal`'s systems in one plane (compiled, for kernels)."""
+    eliminate_plane(lower, inverse_pivot, source, at, lines, to)
+    for j in range(lines.shape[2] - 2, -1, -1):
+        substitute_row(factor, lines, to, j)
 
 
 @kernel(error_model="numpy", parallel=True)
