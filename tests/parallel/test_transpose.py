@@ -5,20 +5,28 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.parallel import PencilDecomposition, Transposer, process_grids
-from tachyflow.parallel.transpose import METHODS
+from tachyflow.parallel import PencilDecomposition, Transposer, process_grids, transpose
+from tachyflow.parallel.transpose import LONG_RUN_BYTES, METHODS
 from tests.conftest import SHAPES, index_array
 
 DTYPES = (np.float64, np.complex128, np.float32)
+# The default, and 1 byte: every block that is not one contiguous run is then received
+# through a datatype (the small shapes here have short runs).
+RUN_THRESHOLDS = pytest.mark.parametrize("long_run_bytes", [LONG_RUN_BYTES, 1])
+
+
+def _typed_receives(transposer) -> bool:
+    return any(exchange.receive_typed for exchange in transposer._exchanges.values())
 
 
 def _check_all(comm, blocking: bool) -> list:
-    failures = []
+    failures, typed = [], False
     for shape, dtype in itertools.product(SHAPES, DTYPES):
         reference = index_array(shape, dtype)
         for grid, method in itertools.product(process_grids(comm.size), METHODS):
             with PencilDecomposition(shape, grid, comm) as decomposition:
                 transposer = Transposer(decomposition, dtype, method)
+                typed = typed or _typed_receives(transposer)
                 expected = {o: decomposition.scatter_global(reference, o) for o in "xyz"}
                 case = (shape, np.dtype(dtype).name, grid, method)
                 for source, target in (("x", "y"), ("y", "x"), ("y", "z"), ("z", "y")):
@@ -33,19 +41,31 @@ def _check_all(comm, blocking: bool) -> list:
                     x_back = transposer.z_to_x(transposer.x_to_z(expected["x"]))
                     if not np.array_equal(x_back, expected["x"]):
                         failures.append((*case, "x->z->x"))
-    return failures
+    return failures, typed
+
+
+def _check_receives(comm, typed: bool, long_run_bytes: int) -> None:
+    """Typed receives where every block not in one run is taken so (more than one rank)."""
+    if comm.size > 1 and long_run_bytes == 1:
+        parallel_assert(typed, "no exchange received through datatypes")
 
 
 @pytest.mark.parallel([1, 2, 3])
-def test_blocking_transposes_match_the_gathered_reference():
-    failures = _check_all(MPI.COMM_WORLD, blocking=True)
+@RUN_THRESHOLDS
+def test_blocking_transposes_match_the_gathered_reference(long_run_bytes, monkeypatch):
+    monkeypatch.setattr(transpose, "LONG_RUN_BYTES", long_run_bytes)
+    failures, typed = _check_all(MPI.COMM_WORLD, blocking=True)
     parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
+    _check_receives(MPI.COMM_WORLD, typed, long_run_bytes)
 
 
 @pytest.mark.parallel([1, 2, 3])
-def test_non_blocking_transposes_match_the_gathered_reference():
-    failures = _check_all(MPI.COMM_WORLD, blocking=False)
+@RUN_THRESHOLDS
+def test_non_blocking_transposes_match_the_gathered_reference(long_run_bytes, monkeypatch):
+    monkeypatch.setattr(transpose, "LONG_RUN_BYTES", long_run_bytes)
+    failures, typed = _check_all(MPI.COMM_WORLD, blocking=False)
     parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
+    _check_receives(MPI.COMM_WORLD, typed, long_run_bytes)
 
 
 @pytest.mark.parallel([2, 3])
@@ -85,18 +105,21 @@ def test_wrong_shape_or_dtype_raises_on_every_rank_before_communicating():
 
 
 @pytest.mark.parallel([1, 2, 3])
-def test_slab_exchanges_match_the_gathered_reference():
+@RUN_THRESHOLDS
+def test_slab_exchanges_match_the_gathered_reference(long_run_bytes, monkeypatch):
+    monkeypatch.setattr(transpose, "LONG_RUN_BYTES", long_run_bytes)
     comm = MPI.COMM_WORLD
-    failures = []
+    failures, typed = [], False
     for shape, dtype, method in itertools.product(
         ((7, 5, 6), (6, 4, 2)), (np.float64, np.complex128), METHODS
     ):  # (6, 4, 2): fewer z-planes than 3 ranks, a slab may be empty
         reference = index_array(shape, dtype)
         with PencilDecomposition(shape, (comm.size, 1), comm) as decomposition:
             transposer = Transposer(decomposition, dtype, method, slabs=True)
+            typed = typed or _typed_receives(transposer)
             bounds = decomposition.axis_bounds(2, "row")
             planes = slice(bounds[decomposition.row], bounds[decomposition.row + 1])
-            expected = reference[:, :, planes]
+            expected = reference[:, :, planes].transpose(1, 0, 2)  # a slab holds (y, x, z)
             pencil = decomposition.scatter_global(reference, "y")
             slab = transposer.transpose(pencil, "y", "slab")
             started = transposer.start(pencil, "y", "slab").wait()
@@ -111,6 +134,7 @@ def test_slab_exchanges_match_the_gathered_reference():
             ):
                 failures.append((shape, np.dtype(dtype).name, method))
     parallel_assert(not failures, f"{len(failures)} failures: {failures}")
+    _check_receives(comm, typed, long_run_bytes)
 
 
 @pytest.mark.parallel([2])

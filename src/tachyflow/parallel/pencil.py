@@ -273,15 +273,35 @@ class PencilDecomposition(Reductions):
             whole[pencil.slices] = piece
         return whole
 
-    def subarray(self, dtype, shape, subshape, start):
-        """A committed MPI subarray datatype, created once and owned by this decomposition."""
+    def subarray(self, dtype, shape, subshape, start, order=(0, 1, 2)):
+        """A committed MPI datatype of the box ``subshape`` at ``start`` of a C-ordered
+        array of ``shape``, its elements taken with the array's axes in ``order`` (slowest
+        first; C order by default: a subarray type); created once and owned by this
+        decomposition."""
+        from mpi4py import MPI
         from mpi4py.util import dtlib
 
-        key = (np.dtype(dtype).str, tuple(shape), tuple(subshape), tuple(start))
+        order = tuple(int(axis) for axis in order)
+        key = (np.dtype(dtype).str, tuple(shape), tuple(subshape), tuple(start), order)
         datatype = self._datatypes.get(key)
         if datatype is None:
             base = dtlib.from_numpy_dtype(np.dtype(dtype))
-            datatype = base.Create_subarray(list(shape), list(subshape), list(start)).Commit()
+            if order == tuple(range(len(shape))):
+                datatype = base.Create_subarray(list(shape), list(subshape), list(start))
+            else:  # nested strided vectors, innermost the last axis of ``order``
+                itemsize = np.dtype(dtype).itemsize
+                strides = [itemsize * int(np.prod(shape[axis + 1 :])) for axis in range(3)]
+                datatype, parts = base, []
+                for axis in reversed(order):
+                    datatype = datatype.Create_hvector(int(subshape[axis]), 1, strides[axis])
+                    parts.append(datatype)
+                offset = sum(
+                    int(first) * stride for first, stride in zip(start, strides, strict=True)
+                )
+                datatype = MPI.Datatype.Create_struct([1], [offset], [datatype])
+                for part in parts:
+                    part.Free()
+            datatype = datatype.Commit()
             self._datatypes[key] = datatype
         return datatype
 

@@ -18,6 +18,15 @@ Two ways to move the data are implemented, selectable per :class:`Transposer`:
 In both, the block a rank keeps for itself is copied directly from input to output, and
 an exchange over a single rank (``p_row == 1`` or ``p_col == 1``) is that copy alone, so a
 serial decomposition makes no MPI calls.
+
+Pencils hold their axes in the order (x, y, z); a z-slab holds them as (y, x, z)
+(``AXES``), so that a transform along x strides over one row of z, not a whole (y, z)
+plane. Between the two, blocks travel in the slab's order: the pencil's side permutes
+as it packs or unpacks. A receiver takes each block straight into place where it is one
+contiguous run of its array, or where its runs are long (``LONG_RUN_BYTES``: through
+``MPI_Alltoallw`` with a subarray datatype on the receiving side, which MPI fills as fast
+as a contiguous block, with no unpacking pass); sends are packed (MPICH's datatype sends
+measured slower than numpy's pack).
 """
 
 from __future__ import annotations
@@ -50,6 +59,11 @@ _SLAB_EXCHANGES = {
     ("slab", "y"): ("col_comm", "row", 0, 2),
 }
 _ROUTES = {**_EXCHANGES, **_SLAB_EXCHANGES}
+# The logical axes (0 = x, 1 = y, 2 = z) each orientation's arrays hold, slowest first.
+AXES = {"x": (0, 1, 2), "y": (0, 1, 2), "z": (0, 1, 2), "slab": (1, 0, 2)}
+# A non-contiguous block whose contiguous runs are at least this long is received through
+# a datatype rather than unpacked (short runs: numpy unpacks faster than MPICH's engine).
+LONG_RUN_BYTES = 16384
 
 
 def _axis_slice(axis: int, start: int, stop: int) -> tuple[slice, ...]:
@@ -68,6 +82,19 @@ def _contiguous_offset(shape, index: tuple[slice, ...]) -> int | None:
     if any(extents[axis] != shape[axis] for axis in range(first + 1, len(shape))):
         return None
     return sum(start * math.prod(shape[axis + 1 :]) for axis, (start, _) in enumerate(bounds))
+
+
+def _run_length(shape, index: tuple[slice, ...]) -> int:
+    """Elements in each contiguous run of the box ``index`` of a C-ordered array."""
+    extents = [
+        len(range(*part.indices(extent))) for part, extent in zip(index, shape, strict=True)
+    ]
+    run = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        run *= extents[axis]
+        if extents[axis] != shape[axis]:
+            break
+    return run
 
 
 @dataclass
@@ -105,13 +132,23 @@ class _Exchange:
 
         # Block for peer d: the slab of the input in d's piece of the scatter axis. Block
         # from peer s: the slab of the output in s's piece of the gather axis. In a whole
-        # y-pencil, within the window (a range of the axis the exchange leaves alone).
+        # y-pencil, within the window (a range of the axis the exchange leaves alone; a
+        # window has y-pencils on both sides). Both in their array's axis order.
         def block(axis, start, stop, orientation):
             index = list(_axis_slice(axis, start, stop))
             if window is not None and orientation == "y":
                 index[window[0]] = slice(window[1], window[2])
-            return tuple(index)
+            return tuple(index[logical] for logical in AXES[orientation])
 
+        self.block = block
+        # Blocks travel in the slab's axis order between y-pencils and slabs: the pencil's
+        # side reorders (packing, unpacking), and a slab receives blocks of long runs.
+        wire = AXES["slab"] if "slab" in (source, target) else AXES["y"]
+        self.to_wire = tuple(AXES[source].index(logical) for logical in wire)
+        self.from_wire = tuple(wire.index(logical) for logical in AXES[target])
+        self.wire_of_target = wire_of_target = tuple(
+            AXES[target].index(logical) for logical in wire
+        )
         self.send_slices = [
             block(scatter_axis, scatter_bounds[d], scatter_bounds[d + 1], source)
             for d in range(self.size)
@@ -120,8 +157,14 @@ class _Exchange:
             block(gather_axis, gather_bounds[s], gather_bounds[s + 1], target)
             for s in range(self.size)
         ]
-        self.send_shapes = [self._slab_shape(self.input_shape, s) for s in self.send_slices]
-        self.receive_shapes = [self._slab_shape(self.output_shape, s) for s in self.receive_slices]
+        self.send_shapes = [
+            tuple(np.take(self._slab_shape(self.input_shape, s), self.to_wire))
+            for s in self.send_slices
+        ]
+        self.receive_shapes = [
+            tuple(np.take(self._slab_shape(self.output_shape, s), wire_of_target))
+            for s in self.receive_slices
+        ]
         self.send_counts = np.array([int(np.prod(s)) for s in self.send_shapes], dtype=np.int64)
         self.receive_counts = np.array(
             [int(np.prod(s)) for s in self.receive_shapes], dtype=np.int64
@@ -136,14 +179,32 @@ class _Exchange:
         receive_offsets = [
             _contiguous_offset(self.output_shape, part) for part in self.receive_slices
         ]
-        self.send_in_place = None not in send_offsets
-        self.receive_in_place = None not in receive_offsets
+        identity = (0, 1, 2)
+        self.send_in_place = None not in send_offsets and self.to_wire == identity
+        self.receive_in_place = None not in receive_offsets and self.from_wire == identity
         if self.send_in_place:
             self.send_displacements = np.array(send_offsets, dtype=np.int64)
         if self.receive_in_place:
             self.receive_displacements = np.array(receive_offsets, dtype=np.int64)
+        # A received block of long runs goes through a datatype (not unpacked). Sends are
+        # packed: MPICH's datatype sends measured slower here than numpy's pack.
+        self.receive_typed = (
+            method == "alltoallv"
+            and self.size > 1
+            and window is None
+            and self._long_runs(decomposition, over, target, scatter_axis, gather_axis)
+        )
+        self.send_arguments = self.receive_arguments = None
         if method == "alltoallw" and self.size > 1:
-            self._build_datatypes(decomposition)
+            self.send_arguments = self._typed_arguments(decomposition, "send")
+            self.receive_arguments = self._typed_arguments(decomposition, "receive")
+        elif self.receive_typed:
+            self.send_arguments = (
+                self.send_counts,
+                self.send_displacements * self.dtype.itemsize,
+                [self.mpi_type] * self.size,
+            )
+            self.receive_arguments = self._typed_arguments(decomposition, "receive")
         self._free_buffers: list[_Buffers] = []
 
     @staticmethod
@@ -152,39 +213,60 @@ class _Exchange:
             len(range(*part.indices(extent))) for part, extent in zip(index, shape, strict=True)
         )
 
-    def _build_datatypes(self, decomposition: PencilDecomposition) -> None:
-        def types_for(array_shape, slices, shapes, counts):
-            types = []
+    def _long_runs(self, decomposition, over, target, varying, split) -> bool:
+        """Whether the received blocks, in the target's order (the wire's), are on some
+        rank not one contiguous run, and on every rank in runs of :data:`LONG_RUN_BYTES` or
+        more. From the bounds, which every rank knows (the ranks' outputs differ along
+        ``varying``; the blocks split ``split``): the choice picks the collective, so it is
+        the same on every rank."""
+        if self.from_wire != (0, 1, 2):
+            return False
+        varying_bounds = decomposition.axis_bounds(varying, over)
+        split_bounds = decomposition.axis_bounds(split, over)
+        position = AXES[target].index(varying)
+        scattered = False
+        for rank in range(self.size):
+            shape = list(self.output_shape)
+            shape[position] = int(varying_bounds[rank + 1] - varying_bounds[rank])
             for peer in range(self.size):
-                if counts[peer] == 0:
-                    types.append(self.mpi_type)
-                else:
-                    start = [part.start for part in slices[peer]]
-                    start = [0 if s is None else s for s in start]
-                    types.append(
-                        decomposition.subarray(self.dtype, array_shape, shapes[peer], start)
-                    )
-            return types
+                part = self.block(split, split_bounds[peer], split_bounds[peer + 1], target)
+                if peer == rank or 0 in self._slab_shape(shape, part):
+                    continue
+                if _run_length(shape, part) * self.dtype.itemsize < LONG_RUN_BYTES:
+                    return False
+                scattered = scattered or _contiguous_offset(shape, part) is None
+        return scattered
 
-        self.send_types = types_for(
-            self.input_shape, self.send_slices, self.send_shapes, self.send_counts
-        )
-        self.receive_types = types_for(
-            self.output_shape, self.receive_slices, self.receive_shapes, self.receive_counts
-        )
-        self.w_send_counts = np.minimum(self.send_counts, 1)
-        self.w_receive_counts = np.minimum(self.receive_counts, 1)
-        self.w_zero_displacements = np.zeros(self.size, dtype=np.int64)
+    def _typed_arguments(self, decomposition: PencilDecomposition, side: str) -> tuple:
+        """``MPI_Alltoallw``'s (counts, displacements, types) of one side: one datatype per
+        peer, its block of the input (``side="send"``) or the output, in the wire's order."""
+        if side == "send":
+            array_shape, slices, counts = self.input_shape, self.send_slices, self.send_counts
+            order = self.to_wire
+        else:
+            array_shape, slices = self.output_shape, self.receive_slices
+            counts, order = self.receive_counts, self.wire_of_target
+        types = []
+        for peer in range(self.size):
+            if counts[peer] == 0:
+                types.append(self.mpi_type)
+                continue
+            start = [
+                part.indices(extent)[0]
+                for part, extent in zip(slices[peer], array_shape, strict=True)
+            ]
+            shape = self._slab_shape(array_shape, slices[peer])
+            types.append(decomposition.subarray(self.dtype, array_shape, shape, start, order))
+        return np.minimum(counts, 1), np.zeros(self.size, dtype=np.int64), types
 
     def _take_buffers(self) -> _Buffers:
         if self._free_buffers:
             return self._free_buffers.pop()
-        return _Buffers(
-            send=np.empty(0 if self.send_in_place else int(self.send_counts.sum()), self.dtype),
-            receive=np.empty(
-                0 if self.receive_in_place else int(self.receive_counts.sum()), self.dtype
-            ),
+        send = 0 if self.send_in_place else int(self.send_counts.sum())
+        receive = (
+            0 if self.receive_in_place or self.receive_typed else int(self.receive_counts.sum())
         )
+        return _Buffers(send=np.empty(send, self.dtype), receive=np.empty(receive, self.dtype))
 
     def start(
         self, array: np.ndarray, out: np.ndarray, blocking: bool = False
@@ -194,35 +276,37 @@ class _Exchange:
         With ``blocking`` the blocking collective is used (MPI may pick a different
         algorithm for it) and the returned exchange only has to be unpacked.
         """
-        local = (self.receive_slices[self.me], self.send_slices[self.me])
+        target = out[self.receive_slices[self.me]]
+        local = array[self.send_slices[self.me]].transpose(self.to_wire)
+        local = local.transpose(self.from_wire)
         if self.size == 1:
-            out[local[0]] = array[local[1]]
+            np.copyto(target, local)
             return _PendingExchange(self, out, None, None)
         buffers = None
         if self.method == "alltoallw":
-            arguments = (
-                [array, (self.w_send_counts, self.w_zero_displacements), self.send_types],
-                [out, (self.w_receive_counts, self.w_zero_displacements), self.receive_types],
-            )
-            collective = self.comm.Alltoallw if blocking else self.comm.Ialltoallw
+            send, receive = array, out
         else:
             buffers = self._take_buffers()
             send = array if self.send_in_place else buffers.send
-            receive = out if self.receive_in_place else buffers.receive
-            if not self.send_in_place:
+            receive = out if self.receive_in_place or self.receive_typed else buffers.receive
+            if send is buffers.send:
                 self._pack(array, send)
+        if self.send_arguments is not None:  # datatypes
+            arguments = ([send, *self.send_arguments], [receive, *self.receive_arguments])
+            collective = self.comm.Alltoallw if blocking else self.comm.Ialltoallw
+        else:
             arguments = (
                 [send, (self.send_counts, self.send_displacements), self.mpi_type],
                 [receive, (self.receive_counts, self.receive_displacements), self.mpi_type],
             )
             collective = self.comm.Alltoallv if blocking else self.comm.Ialltoallv
         if blocking:
-            out[local[0]] = array[local[1]]
+            np.copyto(target, local)
             collective(*arguments)
             return _PendingExchange(self, out, None, buffers)
         request = collective(*arguments)
         # The local block is copied while the messages are in flight.
-        out[local[0]] = array[local[1]]
+        np.copyto(target, local)
         return _PendingExchange(self, out, request, buffers)
 
     def run(self, array: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -233,13 +317,14 @@ class _Exchange:
         """Unpack received blocks (if they were not received in place); recycle buffers."""
         if buffers is None:
             return
-        if not self.receive_in_place:
+        if not (self.receive_in_place or self.receive_typed):
             for peer in range(self.size):
                 count = self.receive_counts[peer]
                 if count:
                     offset = self.receive_displacements[peer]
                     block = buffers.receive[offset : offset + count]
-                    out[self.receive_slices[peer]] = block.reshape(self.receive_shapes[peer])
+                    wired = block.reshape(self.receive_shapes[peer])
+                    out[self.receive_slices[peer]] = wired.transpose(self.from_wire)
         self._free_buffers.append(buffers)
 
     def _pack(self, array: np.ndarray, send: np.ndarray) -> None:
@@ -249,7 +334,7 @@ class _Exchange:
                 offset = self.send_displacements[peer]
                 np.copyto(
                     send[offset : offset + count].reshape(self.send_shapes[peer]),
-                    array[self.send_slices[peer]],
+                    array[self.send_slices[peer]].transpose(self.to_wire),
                 )
 
 
@@ -376,7 +461,8 @@ class Transposer:
         transposes (:func:`pipelined`).
     slabs : bool
         Also plan the exchanges between y-pencils and z-slabs (orientation ``"slab"``: x
-        and y whole, z split over the ``p_row`` ranks; a ``p_row × 1`` grid only, no
+        and y whole, z split over the ``p_row`` ranks, held as (y, x, z), shape
+        :meth:`local_shape`; a ``p_row × 1`` grid only, no
         window): one all-to-all over all ranks reaches an array whose x and y are both
         whole, where going to the x-pencil and back takes two (the pressure solve's x
         transform and y solves in one place). Collective over ``col_comm``, all ranks.
@@ -438,7 +524,7 @@ class Transposer:
             nx, ny, _ = self.decomposition.global_shape
             bounds = self.decomposition.axis_bounds(2, "row")
             row = self.decomposition.row
-            return (nx, ny, int(bounds[row + 1] - bounds[row]))
+            return (ny, nx, int(bounds[row + 1] - bounds[row]))
         shape = self.decomposition.local_shape(orientation)
         if self.window is None or orientation == "y":
             return shape
