@@ -137,6 +137,56 @@ def test_slab_exchanges_match_the_gathered_reference(long_run_bytes, monkeypatch
     _check_receives(comm, typed, long_run_bytes)
 
 
+@pytest.mark.parallel([1, 2, 3])
+def test_shared_slab_exchanges_match_the_gathered_reference():
+    """The slab exchanges pulled from shared memory (every rank here is on one node)."""
+    comm = MPI.COMM_WORLD
+    failures = []
+    for shape, dtype in itertools.product(((7, 5, 6), (6, 4, 2)), (np.float64, np.complex128)):
+        reference = index_array(shape, dtype)
+        with PencilDecomposition(shape, (comm.size, 1), comm) as decomposition:
+            transposer = Transposer(decomposition, dtype, slabs=True, shared=True)
+            assert transposer.shared
+            bounds = decomposition.axis_bounds(2, "row")
+            planes = slice(bounds[decomposition.row], bounds[decomposition.row + 1])
+            expected = reference[:, :, planes].transpose(1, 0, 2)
+            pencil = transposer.shared_array("y")
+            pencil[...] = decomposition.scatter_global(reference, "y")
+            slab = transposer.transpose(pencil, "y", "slab")
+            started = transposer.start(pencil, "y", "slab").wait()
+            shared_slab = transposer.shared_array("slab")
+            shared_slab[...] = slab
+            back = np.full(pencil.shape, -7, dtype=dtype)
+            transposer.start(shared_slab, "slab", "y", back).wait()
+            again = transposer.transpose(shared_slab, "slab", "y")
+            if not (
+                np.array_equal(slab, expected)
+                and np.array_equal(started, expected)
+                and np.array_equal(back, pencil)
+                and np.array_equal(again, pencil)
+            ):
+                failures.append((shape, np.dtype(dtype).name))
+            with pytest.raises(ValueError, match=r"reads shared_array\('y'\)"):
+                transposer.transpose(pencil.copy(), "y", "slab")
+            transposer.free()
+    parallel_assert(not failures, f"{len(failures)} failures: {failures}")
+
+
+@pytest.mark.parallel([1])
+def test_shared_exchanges_are_checked():
+    comm = MPI.COMM_WORLD
+    with PencilDecomposition((4, 4, 4), (1, 1), comm) as decomposition:
+        with pytest.raises(ValueError, match="needs slabs=True"):
+            Transposer(decomposition, np.float64, shared=True)
+        with pytest.raises(TypeError, match="shared must be True or False"):
+            Transposer(decomposition, np.float64, slabs=True, shared=1)
+        transposer = Transposer(decomposition, np.float64, slabs=True, shared=True)
+        with pytest.raises(ValueError, match="no shared 'x' array"):
+            transposer.shared_array("x")
+        transposer.free()
+        assert not transposer.shared
+
+
 @pytest.mark.parallel([2])
 def test_slabs_refused_where_z_is_split():
     comm = MPI.COMM_WORLD

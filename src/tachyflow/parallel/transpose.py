@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tachyflow.parallel.pencil import PencilDecomposition, check_orientation
+from tachyflow.parallel.shared_memory import SharedArrays, on_one_node
 
 METHODS = ("alltoallv", "alltoallw")
 DEFAULT_METHOD = "alltoallv"
@@ -327,6 +328,18 @@ class _Exchange:
                     out[self.receive_slices[peer]] = wired.transpose(self.from_wire)
         self._free_buffers.append(buffers)
 
+    def pull(self, arrays: SharedArrays, out: np.ndarray) -> np.ndarray:
+        """The exchange by reading every rank's block for this one straight from its
+        input in shared memory (``arrays``, one per rank of this communicator): one copy
+        of each block (collective)."""
+        arrays.publish()
+        mine = self.send_slices[self.me]  # this rank's block, in any rank's input
+        for peer, source in enumerate(arrays.peers):
+            block = source[mine].transpose(self.to_wire).transpose(self.from_wire)
+            np.copyto(out[self.receive_slices[peer]], block)
+        arrays.release()
+        return out
+
     def _pack(self, array: np.ndarray, send: np.ndarray) -> None:
         for peer in range(self.size):
             count = self.send_counts[peer]
@@ -466,10 +479,18 @@ class Transposer:
         window): one all-to-all over all ranks reaches an array whose x and y are both
         whole, where going to the x-pencil and back takes two (the pressure solve's x
         transform and y solves in one place). Collective over ``col_comm``, all ranks.
+    shared : bool
+        With ``slabs``, where every rank is on one node: the slab exchanges read each
+        rank's block straight from its input in MPI-3 shared memory (one copy of each
+        block, no MPI message; :class:`~tachyflow.parallel.shared_memory.SharedArrays`).
+        Their inputs must then be :meth:`shared_array` ``("y")`` and ``("slab")``;
+        :meth:`start` completes such an exchange before it returns. Raises ValueError
+        where the ranks span nodes. :meth:`free` releases the shared memory.
 
     Notes
     -----
-    Construction is local (the plans need no communication). :meth:`transpose` and the
+    Construction is local (the plans need no communication), but collective with
+    ``shared`` (it allocates the shared memory). :meth:`transpose` and the
     ``x_to_y``-style shortcuts are collective over the sub-communicator of the exchange
     (the z↔x shortcuts over both), as are :meth:`start` and :meth:`TransposeRequest.wait`.
     Input and output arrays must be C-contiguous with exactly the local shape of their
@@ -484,6 +505,7 @@ class Transposer:
         method: str = DEFAULT_METHOD,
         window: tuple[int, int, int] | None = None,
         slabs: bool = False,
+        shared: bool = False,
     ):
         if method not in METHODS:
             raise ValueError(f"transpose method must be one of {METHODS}, got {method!r}")
@@ -515,6 +537,55 @@ class Transposer:
             for pair in pairs
         }
         self._scratch_y: np.ndarray | None = None
+        self._shared: dict[str, SharedArrays] = {}
+        if not isinstance(shared, bool):
+            raise TypeError(f"shared must be True or False, got {shared!r}")
+        if shared:
+            if not slabs:
+                raise ValueError("shared=True pulls the slab exchanges: it needs slabs=True")
+            if not on_one_node(decomposition.comm):
+                raise ValueError(
+                    "shared=True needs every rank on one node (MPI_COMM_TYPE_SHARED); "
+                    f"{decomposition.comm.Get_size()} ranks span several"
+                )
+            self._shared = {
+                orientation: SharedArrays(
+                    decomposition.col_comm, self.local_shape(orientation), self.dtype
+                )
+                for orientation in ("y", "slab")
+            }
+
+    @property
+    def shared(self) -> bool:
+        """Whether the slab exchanges pull from the peers' shared memory (see the class)."""
+        return bool(self._shared)
+
+    def shared_array(self, orientation: str) -> np.ndarray:
+        """This rank's array in shared memory for ``orientation`` (``"y"`` or ``"slab"``):
+        with ``shared``, the input a slab exchange reads from."""
+        if orientation not in self._shared:
+            raise ValueError(
+                f"no shared {orientation!r} array: shared=True has a 'y' and a 'slab' one"
+            )
+        return self._shared[orientation].array
+
+    def free(self) -> None:
+        """Release the shared-memory windows, if any (collective over ``col_comm``)."""
+        for arrays in self._shared.values():
+            arrays.free()
+        self._shared = {}
+
+    def _pull(self, array, source: str, target: str, out) -> np.ndarray | None:
+        """A slab exchange by reading the peers' shared arrays, where planned; else None."""
+        arrays = self._shared.get(source)
+        if arrays is None or "slab" not in (source, target):
+            return None
+        if array.__array_interface__["data"][0] != arrays.array.__array_interface__["data"][0]:
+            raise ValueError(
+                f"with shared=True the {source}->{target} exchange reads "
+                f"shared_array({source!r}); got another array"
+            )
+        return self._exchanges[(source, target)].pull(arrays, out)
 
     def local_shape(self, orientation: str) -> tuple[int, ...]:
         """Shape of the ``orientation``-pencil arrays this Transposer moves: the local
@@ -571,6 +642,8 @@ class Transposer:
         if source == target:
             np.copyto(out, array)
             return out
+        if self._pull(array, source, target, out) is not None:
+            return out
         if (source, target) in self._exchanges:
             return self._exchanges[(source, target)].run(array, out)
         if self.window is not None:
@@ -597,7 +670,10 @@ class Transposer:
                 f"start() moves between adjacent orientations (x<->y, y<->z) that this "
                 f"Transposer plans, got {source}->{target}"
             )
-        return TransposeRequest(self._exchanges[(source, target)].start(array, out))
+        exchange = self._exchanges[(source, target)]
+        if self._pull(array, source, target, out) is not None:  # done: nothing in flight
+            return TransposeRequest(_PendingExchange(exchange, out, None, None, done=True))
+        return TransposeRequest(exchange.start(array, out))
 
     def x_to_y(self, array, out=None):
         """x-pencil to y-pencil (collective over ``col_comm``)."""

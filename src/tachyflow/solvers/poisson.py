@@ -28,7 +28,8 @@ the x transforms and the y solves are all local::
 two exchanges per solve instead of four (``slabs``; where every rank gets z-modes). A slab
 holds its axes as (y, x, z): the x transforms stride over a row of z-modes, not a whole
 (y, z) plane (about twice as fast), and the y solves take a few x-modes' z-modes as one
-row (:func:`line_block`).
+row (:func:`line_block`). Where every rank is on one node the two exchanges read the peers'
+blocks straight from their shared memory (``Transposer(shared=True)``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from tachyflow.numerics.fft import AxisTransform
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.tdma import solve_tridiagonal_lines
 from tachyflow.parallel import PencilDecomposition, Transposer, split_bounds
+from tachyflow.parallel.shared_memory import on_one_node
 from tachyflow.parallel.transpose import TransposeRequest, pipelined
 
 # Modes side by side in a slab's y solves: rows of at least this many (a row of each
@@ -192,7 +194,11 @@ class PoissonSolver:
         # z-slabs where z is whole, x split and every rank gets z-modes.
         slabs_fit = self.z_whole and not self.x_whole
         slabs_fit = slabs_fit and self.spectral.global_shape[2] >= decomposition.p_row
-        self.complex_transposer = Transposer(self.spectral, np.complex128, slabs=slabs_fit)
+        # On one node the slab exchanges pull from the peers' shared memory.
+        shared = slabs_fit and on_one_node(decomposition.comm)
+        self.complex_transposer = Transposer(
+            self.spectral, np.complex128, slabs=slabs_fit, shared=shared
+        )
         expected = decomposition.local_shape("y")
         if solution is not None and (
             not isinstance(solution, np.ndarray)
@@ -285,7 +291,12 @@ class PoissonSolver:
         """Allocate the work arrays once and plan the four FFTs on them (and the last
         into ``solution`` where z is whole)."""
         spectral, real = self.spectral, self.decomposition
-        self.y_spectrum = fft.empty(spectral.local_shape("y"), np.complex128)
+        shared = self.complex_transposer.shared
+        self.y_spectrum = (
+            self.complex_transposer.shared_array("y")
+            if shared
+            else fft.empty(spectral.local_shape("y"), np.complex128)
+        )
         if self.z_whole:
             self.z_real = fft.empty(real.local_shape("y"), np.float64)
             self.z_spectrum = self.y_spectrum
@@ -316,7 +327,11 @@ class PoissonSolver:
         self.x_backward = AxisTransform(x_data, x_data, 0, backward, planning)
         if self.complex_transposer.slabs:
             shape = self.complex_transposer.local_shape("slab")
-            self.slab_spectrum = fft.empty(shape, np.complex128)
+            self.slab_spectrum = (
+                self.complex_transposer.shared_array("slab")
+                if shared
+                else fft.empty(shape, np.complex128)
+            )
             slab_data = self.slab_spectrum
             if not self.grid.periodic_x:
                 slab_data = slab_data.view(np.float64)
@@ -540,5 +555,7 @@ class PoissonSolver:
         self._move(self.complex_transposer, self.x_spectrum, "x", "y", self.y_spectrum)
 
     def free(self) -> None:
-        """Release the spectral decomposition's communicators (collective)."""
+        """Release the spectral decomposition's communicators and the shared memory of
+        its exchanges (collective)."""
+        self.complex_transposer.free()
         self.spectral.free()
