@@ -31,6 +31,7 @@ measured slower than numpy's pack).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -219,23 +220,24 @@ class _Exchange:
         rank not one contiguous run, and on every rank in runs of :data:`LONG_RUN_BYTES` or
         more. From the bounds, which every rank knows (the ranks' outputs differ along
         ``varying``; the blocks split ``split``): the choice picks the collective, so it is
-        the same on every rank."""
+        the same on every rank. A block's runs depend only on the extents, of which the
+        bounds hold a few distinct ones (a rank's own block counted too: it only makes
+        the choice stricter), not on the rank count."""
         if self.from_wire != (0, 1, 2):
             return False
-        varying_bounds = decomposition.axis_bounds(varying, over)
-        split_bounds = decomposition.axis_bounds(split, over)
         position = AXES[target].index(varying)
+        varying_extents = set(np.diff(decomposition.axis_bounds(varying, over)).tolist())
+        split_extents = set(np.diff(decomposition.axis_bounds(split, over)).tolist())
         scattered = False
-        for rank in range(self.size):
+        for extent, width in itertools.product(varying_extents, split_extents - {0}):
             shape = list(self.output_shape)
-            shape[position] = int(varying_bounds[rank + 1] - varying_bounds[rank])
-            for peer in range(self.size):
-                part = self.block(split, split_bounds[peer], split_bounds[peer + 1], target)
-                if peer == rank or 0 in self._slab_shape(shape, part):
-                    continue
-                if _run_length(shape, part) * self.dtype.itemsize < LONG_RUN_BYTES:
-                    return False
-                scattered = scattered or _contiguous_offset(shape, part) is None
+            shape[position] = int(extent)
+            part = self.block(split, 0, width, target)
+            if 0 in self._slab_shape(shape, part):
+                continue
+            if _run_length(shape, part) * self.dtype.itemsize < LONG_RUN_BYTES:
+                return False
+            scattered = scattered or _contiguous_offset(shape, part) is None
         return scattered
 
     def _typed_arguments(self, decomposition: PencilDecomposition, side: str) -> tuple:
