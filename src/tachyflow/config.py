@@ -745,7 +745,7 @@ def _validate_immersed(config: Config, require) -> None:
     require(immersed.forces_every >= 0, "immersed.forces_every", ">= 0", immersed.forces_every)
     if not immersed.body:
         return
-    from tachyflow.solvers import bodies  # the registered shapes
+    from tachyflow.solvers.pencil import bodies  # the registered shapes
 
     names = [body.name for body in immersed.body]
     require(len(set(names)) == len(names), "immersed.body", "bodies with distinct names",
@@ -828,7 +828,7 @@ def _validate_scheme(table, prefix: str, require) -> None:
 
 
 def _validate_compressible(section: CompressibleSection, require) -> None:
-    from tachyflow.solvers.compressible_grids import grid_names
+    from tachyflow.solvers.compressible.grids import grid_names
 
     require(section.grid in grid_names(), "compressible.grid", f"one of {grid_names()}",
             section.grid)  # fmt: skip

@@ -6,7 +6,7 @@ import stat
 
 from tachyflow.bench.mpins2d import find_su2, read_su2_history, su2_config
 from tachyflow.config import load
-from tachyflow.solvers.compressible import PHASES
+from tachyflow.solvers.compressible.solver import PHASES
 from tests.cli.test_cli import tachyflow
 
 

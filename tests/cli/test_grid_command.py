@@ -57,7 +57,7 @@ def test_grid_writes_cgns_and_reads_a_grid_file_back(tmp_path):
 def test_grid_writes_the_grid_a_case_runs_on(tmp_path):
     from tachyflow import config
     from tachyflow.io.grid_files import read_grid_file
-    from tachyflow.solvers.compressible_grids import build_grid
+    from tachyflow.solvers.compressible.grids import build_grid
 
     result = tachyflow("grid", "--case", "naca0012", "--cgns", str(tmp_path / "case.cgns"))
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 NACA = {
     "grid": "naca0012", "cells": (64, 16), "wake_cells": 12, "far_field": 8.0,

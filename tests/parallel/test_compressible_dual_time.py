@@ -8,7 +8,7 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 from tests.parallel.helpers import shared_folder
 from tests.parallel.test_compressible_restart import naca_case, run
 

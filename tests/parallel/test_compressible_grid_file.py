@@ -9,8 +9,8 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.io.cgns import write_cgns
 from tachyflow.io.plot3d import write_plot3d
-from tachyflow.solvers.compressible import CompressibleSolver
-from tachyflow.solvers.compressible_grids import build_grid
+from tachyflow.solvers.compressible.grids import build_grid
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 from tests.parallel.helpers import shared_folder
 
 NACA = {

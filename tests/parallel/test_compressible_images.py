@@ -11,7 +11,7 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.insitu.raster import composite, pixel_centres, rasterise_block
 from tachyflow.simulation import Simulation
-from tachyflow.solvers.compressible_grids import build_grid
+from tachyflow.solvers.compressible.grids import build_grid
 from tests.parallel.helpers import shared_folder
 
 NACA = {

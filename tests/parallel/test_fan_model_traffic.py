@@ -13,7 +13,7 @@ from tachyflow import config
 from tachyflow.bench.fan_model import step_traffic
 from tachyflow.parallel import Transposer
 from tachyflow.parallel.pencil import process_grids
-from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
 
 
 @pytest.mark.parallel(nprocs=[1, 2, 3])

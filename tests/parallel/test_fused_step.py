@@ -13,8 +13,8 @@ from pytest_mpi import parallel_assert
 from tachyflow import config
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
-from tachyflow.solvers.incompressible import IncompressibleSolver
-from tachyflow.solvers.pencil_solver import Inflow
+from tachyflow.solvers.pencil.base import Inflow
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
 CYLINDER = """
 [[immersed.body]]

@@ -5,7 +5,7 @@ from pytest_mpi import parallel_assert
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition, process_grids
-from tachyflow.solvers.incompressible import Forcing, IncompressibleSolver
+from tachyflow.solvers.pencil.incompressible import Forcing, IncompressibleSolver
 
 
 def run(comm, proc_grid, walls: bool, steps: int = 3):

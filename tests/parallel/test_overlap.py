@@ -14,9 +14,9 @@ from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition, Transposer
 from tachyflow.parallel.pencil import process_grids
 from tachyflow.parallel.transpose import METHODS, pipelined
-from tachyflow.solvers.cylindrical import CylindricalSolver
-from tachyflow.solvers.incompressible import IncompressibleSolver
-from tachyflow.solvers.poisson import PoissonSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
 
 POISSON_GRIDS = [
     StaggeredGrid((8, 6, 10), (2.0, 1.5, 3.0), periodic_y=False, stretching=1.0),

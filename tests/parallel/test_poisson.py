@@ -8,7 +8,7 @@ from pytest_mpi import parallel_assert
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import HaloExchange, PencilDecomposition, process_grids
-from tachyflow.solvers.poisson import PoissonSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
 
 
 def global_operator(grid: StaggeredGrid) -> sparse.csr_matrix:

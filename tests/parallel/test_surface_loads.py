@@ -7,8 +7,8 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.numerics import immersed
-from tachyflow.solvers.incompressible import IncompressibleSolver
-from tachyflow.solvers.surface_loads import SurfaceLoads, cylinder_side
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.surface_loads import SurfaceLoads, cylinder_side
 
 CASE = """
 [case]

@@ -8,7 +8,7 @@ from tachyflow.errors import ConvergenceError, DecompositionError
 from tachyflow.io.mesh_generators import box_hex_mesh, perturbed_tet_mesh
 from tachyflow.numerics import finite_volume, krylov
 from tachyflow.parallel.unstructured import UnstructuredDecomposition
-from tachyflow.solvers.unstructured import UnstructuredPressureSolver
+from tachyflow.solvers.unstructured.solver import UnstructuredPressureSolver
 
 
 def exact(points):

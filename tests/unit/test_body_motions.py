@@ -9,7 +9,7 @@ import pytest
 from tachyflow import config
 from tachyflow.errors import ConfigError
 from tachyflow.numerics import immersed
-from tachyflow.solvers import bodies
+from tachyflow.solvers.pencil import bodies
 
 MOTION = immersed.OscillatingMotion(
     centre=(0.3, -0.2, 0.1),

@@ -6,7 +6,7 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.numerics.compressible.time_integration import ImplicitStepper
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 
 def test_the_wake_cut_in_one_block_pairs_each_cell_with_the_one_across():

@@ -145,7 +145,7 @@ def test_the_fwh_scheme_keys_are_checked_even_with_acoustics_off(text, message):
 
 def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch):
     from tachyflow import simulation
-    from tachyflow.solvers.incompressible import IncompressibleSolver
+    from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
     monkeypatch.setattr(simulation, "_available_memory", lambda: 8 * 2**30)
     monkeypatch.setattr("os.cpu_count", lambda: 2)

@@ -9,7 +9,7 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.errors import ConfigError
 from tachyflow.numerics.grid import StaggeredGrid, core_faces
-from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
 
 def test_core_is_uniform_and_the_cells_outside_grow_by_one_ratio_to_the_walls():

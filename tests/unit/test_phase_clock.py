@@ -7,7 +7,7 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import config
-from tachyflow.solvers.compressible import PHASES, CompressibleSolver
+from tachyflow.solvers.compressible.solver import PHASES, CompressibleSolver
 from tachyflow.solvers.phase_clock import PhaseClock
 
 

@@ -11,8 +11,8 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.errors import ConfigError
 from tachyflow.numerics.airfoil_grids import tmr_flat_plate_grid
-from tachyflow.solvers.compressible import CompressibleSolver
-from tachyflow.solvers.compressible_grids import build_grid
+from tachyflow.solvers.compressible.grids import build_grid
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 
 def test_levels_have_the_tmr_sizes_domain_and_nest():

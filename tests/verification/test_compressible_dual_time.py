@@ -15,7 +15,7 @@ from tachyflow.numerics.compressible.gas import FreeStream, conservative, primit
 from tachyflow.numerics.compressible.metrics import BlockMetrics
 from tachyflow.numerics.compressible.residual import FlowDiscretisation
 from tachyflow.numerics.compressible.time_integration import DualTimeStepper, ImplicitStepper
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 from tests.parallel.test_compressible_dual_time import EULER
 from tests.verification.test_compressible_vortex import G, periodic_fill, periodic_grid, vortex
 

@@ -81,7 +81,7 @@ def test_turbulent_flat_plate_skin_friction_follows_coles_fernholz():
     # y+ about 1 at the wall: Cf against the Coles–Fernholz relation
     # Cf = 2 (ln(Re_theta) / 0.41 + 5)^-2 at the local momentum-thickness Reynolds number.
     from tachyflow import runtime
-    from tachyflow.solvers.compressible import CompressibleSolver
+    from tachyflow.solvers.compressible.solver import CompressibleSolver
 
     reynolds, mach = 5e6, 0.4
     case = config.load("flat-plate").replace(

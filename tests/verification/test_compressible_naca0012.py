@@ -18,7 +18,7 @@ from mpi4py import MPI
 from tachyflow import config
 from tachyflow.numerics.airfoil_grids import c_grid, naca4
 from tachyflow.parallel.structured_blocks import StructuredBlocks
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 # The case's grid (level 0) and its nested coarser levels.
 FAMILY = {"cells": (256, 64), "wake_cells": 48, "far_field": 20.0, "wall_spacing": 1e-3}

@@ -14,7 +14,7 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 REFERENCE_CF = 0.002706  # TMR, SA, CFL3D and FUN3D on 545 x 385, at x = 0.97
 STATION = 0.97

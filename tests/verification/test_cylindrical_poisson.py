@@ -8,7 +8,7 @@ from mpi4py import MPI
 
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.parallel import PencilDecomposition
-from tachyflow.solvers.poisson import PoissonSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
 
 LENGTH, RADIUS = 3.0, 1.0
 

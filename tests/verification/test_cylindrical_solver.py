@@ -8,7 +8,7 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.errors import ConfigError
-from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
 
 AXISYMMETRIC = """
 [case]

@@ -9,8 +9,8 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.numerics import immersed
-from tachyflow.solvers.cylindrical import CylindricalSolver
-from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
 BOX, INNER, OUTER, SPIN, NU = 2.6, 0.5, 1.0, 1.0, 0.1
 CENTRE = (BOX / 2, BOX / 2, 0.0)

@@ -29,8 +29,8 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.numerics import immersed
-from tachyflow.solvers.incompressible import IncompressibleSolver
-from tachyflow.solvers.surface_loads import SurfaceLoads, cylinder_side
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.surface_loads import SurfaceLoads, cylinder_side
 
 LENGTH, HEIGHT, NU, RADIUS, CENTRE = 8.0, 4.0, 0.1, 0.5, (2.5, 2.0)
 SPIN = 1.0  # rad per unit time: the surface moves at half the inflow speed, a lift

@@ -6,7 +6,7 @@ from mpi4py import MPI
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
-from tachyflow.solvers.incompressible import Forcing, IncompressibleSolver
+from tachyflow.solvers.pencil.incompressible import Forcing, IncompressibleSolver
 
 VISCOSITY = 0.1
 

@@ -16,7 +16,7 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.numerics import immersed
-from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
 NU, FREQUENCY, SWAY, HEAVE, THICKNESS, CENTRE = 0.05, 1.0, 0.1, 0.05, 0.2, 0.5
 OMEGA = 2 * np.pi * FREQUENCY

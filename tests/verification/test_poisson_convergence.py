@@ -6,7 +6,7 @@ from mpi4py import MPI
 
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
-from tachyflow.solvers.poisson import PoissonSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
 
 LENGTHS = (2.0, 1.0, 1.5)
 

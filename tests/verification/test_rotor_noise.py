@@ -10,7 +10,7 @@ from mpi4py import MPI
 
 from tachyflow import config
 from tachyflow.acoustics.rotor import RotorNoise
-from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
 from tests.verification.test_immersed import FAN
 
 NOISE = """

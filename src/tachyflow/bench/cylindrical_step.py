@@ -20,8 +20,8 @@ from tachyflow.bench import overlap
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
-from tachyflow.solvers.cylindrical import CylindricalSolver
-from tachyflow.solvers.incompressible import IncompressibleSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
 OURS = "tachyflow-cylindrical-step"
 

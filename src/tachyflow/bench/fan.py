@@ -33,7 +33,7 @@ from tachyflow.bench.harness import Candidate, measure, time_interleaved
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
 from tachyflow.io.figures import new_subplots, save_figure
-from tachyflow.solvers.cylindrical import CylindricalSolver
+from tachyflow.solvers.pencil.cylindrical import CylindricalSolver
 
 METHODS = ("two-sided", "put", "aggregated-put", "source-put")
 

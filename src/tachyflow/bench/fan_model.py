@@ -8,7 +8,7 @@ cores than on 256 (about 50 % efficiency, limited by the all-to-all transposes);
 noise on 46×10⁶ cells with 67,000 noise sources, 6× faster on 128 cores than on 16
 (about 80 %); and the noise exchange's Type B 1.74× and Type C 2.97× faster than Type A.
 :class:`FanScalingModel` predicts the same quantities for tachyflow's fan solver
-(:class:`~tachyflow.solvers.cylindrical.CylindricalSolver` with its rotor's noise,
+(:class:`~tachyflow.solvers.pencil.cylindrical.CylindricalSolver` with its rotor's noise,
 :class:`~tachyflow.acoustics.rotor.RotorNoise`).
 
 Time per step at ``P`` ranks for ``N`` cells, the sum of
@@ -140,7 +140,7 @@ def step_traffic(p_row: int, p_col: int, slabs: bool = False) -> StepTraffic:
     """What a step of the axial fan (immersed blades, inflow and outflow, an annulus)
     communicates on a ``p_row × p_col`` grid (see the module notes for the count); with
     ``slabs``, the Poisson solve's spectrum goes to z-slabs (a ``p_row × 1`` grid:
-    :attr:`~tachyflow.solvers.poisson.PoissonSolver.slabs`)."""
+    :attr:`~tachyflow.solvers.pencil.poisson.PoissonSolver.slabs`)."""
     row = p_col > 1
     return StepTraffic(
         row_real=2 * THETA_SOLVES_PER_STEP + 2 * SUBSTEPS if row else 0,

@@ -40,7 +40,7 @@ from tachyflow.bench import peer_builds
 from tachyflow.bench.harness import Candidate, measure
 from tachyflow.bench.plots import file_stem, plot_samples
 from tachyflow.bench.results import new_results
-from tachyflow.solvers.compressible import CompressibleSolver
+from tachyflow.solvers.compressible.solver import CompressibleSolver
 
 CASE = "rae2822"
 METHODS = ("lu-sgs", "dp-sgs")

@@ -1,6 +1,6 @@
 """``tachyflow bench poisson``: the pressure Poisson solve against an FFT round trip.
 
-Ours: :class:`~tachyflow.solvers.poisson.PoissonSolver` on a channel grid (x, z periodic,
+Ours: :class:`~tachyflow.solvers.pencil.poisson.PoissonSolver` on a channel grid (x, z periodic,
 walls in y), fields in y-pencils. Verified first on an exact discrete eigenfunction
 ``cos(2πx/Lx) cos(πy/Ly) cos(2πz/Lz)`` of the operator, whose solution is known in closed
 form. The peers, on the same grid and process grid, interleaved with ours sample by sample:
@@ -33,7 +33,7 @@ from tachyflow.bench.transpose import peer_available
 from tachyflow.numerics import fft
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import PencilDecomposition
-from tachyflow.solvers.poisson import PoissonSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
 
 PEER_NAME = "mpi4py-fft"
 OURS = "tachyflow-poisson"

@@ -2,7 +2,7 @@
 
 On a ``p_row × 1`` grid the Poisson solve takes the spectrum to z-slabs, where the x
 transforms and the y solves are local: two exchanges per solve instead of four
-(:class:`~tachyflow.solvers.poisson.PoissonSolver`, ``slabs``). A benchmark of such a
+(:class:`~tachyflow.solvers.pencil.poisson.PoissonSolver`, ``slabs``). A benchmark of such a
 solver adds a candidate ``NAME-pencil-transposes``, the default (blocking) variant with
 the slabs off, interleaved with the others; :func:`record` adds ``document["slabs"]``:
 its median over the default's (> 1: the slabs win). The results agree to round-off

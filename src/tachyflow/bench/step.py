@@ -45,7 +45,7 @@ BOUND = "memory bound"
 
 def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None) -> dict:
     """Measure channel time steps and the memory bound (collective over ``comm``)."""
-    from tachyflow.solvers.incompressible import IncompressibleSolver
+    from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
     comm = runtime.world() if comm is None else comm
     case = config.load("channel").replace("grid", cells=tuple(global_shape))

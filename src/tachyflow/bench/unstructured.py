@@ -26,7 +26,7 @@ from tachyflow.errors import ConvergenceError
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.io.mesh_generators import box_hex_mesh, box_mesh
 from tachyflow.numerics import finite_volume
-from tachyflow.solvers.unstructured import UnstructuredPressureSolver
+from tachyflow.solvers.unstructured.solver import UnstructuredPressureSolver
 
 # Jeon & Choi, Table 2: memory of the serial code per problem size (MB).
 SEED_MEMORY_MB = {53280: 20, 144000: 40, 288305: 120, 1472000: 480}

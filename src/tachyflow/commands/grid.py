@@ -168,7 +168,7 @@ def _generate(args, level: int, finest_level: int):
 
 def _case_grid(name: str):
     from tachyflow import config
-    from tachyflow.solvers.compressible_grids import build_grid
+    from tachyflow.solvers.compressible.grids import build_grid
 
     case = config.load(name)
     if case.case.solver != "compressible":

@@ -1,7 +1,8 @@
 """Preconditioned Krylov solvers written without MPI (Jeon & Choi's equations 2-7).
 
 The caller supplies the operator, the preconditioner and the global sums: on one rank
-the sums are plain numpy sums, in parallel the driver (:mod:`tachyflow.solvers.unstructured`)
+the sums are plain numpy sums, in parallel the driver
+(:mod:`tachyflow.solvers.unstructured.solver`)
 reduces them over the ranks. Every global sum goes through one call of ``reduce``, which
 gets all the partial sums needed at that point of the iteration at once, so dot products
 that can be fused cost one reduction: conjugate gradients make two reductions per

@@ -1,6 +1,6 @@
 """The surface-loads observer: the force and moment on an immersed body from its surface's
 traction (pressure and viscous stress sampled off its triangles and integrated,
-:class:`tachyflow.solvers.surface_loads.SurfaceLoads`), in ``surface-loads.csv``: the
+:class:`tachyflow.solvers.pencil.surface_loads.SurfaceLoads`), in ``surface-loads.csv``: the
 second path beside the forcing's ``forces.csv``."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
-from tachyflow.solvers.surface_loads import PROBE_CELLS, SurfaceLoads, cylinder_side
+from tachyflow.solvers.pencil.surface_loads import PROBE_CELLS, SurfaceLoads, cylinder_side
 
 LOADS = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
 SPHERE_SUBDIVISIONS = 4  # an icosphere of 5,120 triangles

@@ -21,10 +21,10 @@ from tachyflow.registry import Registry
 # Built-in solvers: name -> module that registers it (imported on first use, so that reading
 # a case file never imports a solver's kernels).
 BUILTIN = {
-    "incompressible": "tachyflow.solvers.incompressible",
-    "pressure": "tachyflow.solvers.pressure_case",
-    "cylindrical": "tachyflow.solvers.cylindrical",
-    "compressible": "tachyflow.solvers.compressible",
+    "incompressible": "tachyflow.solvers.pencil.incompressible",
+    "pressure": "tachyflow.solvers.unstructured.pressure_case",
+    "cylindrical": "tachyflow.solvers.pencil.cylindrical",
+    "compressible": "tachyflow.solvers.compressible.solver",
 }
 
 

@@ -98,7 +98,7 @@ class MPINS2D(Benchmark):
         """``tachyflow bench mpins2d -n N``: ours under mpiexec, then SU2 when found."""
         from tachyflow.bench import mpins2d
         from tachyflow.bench.results import read_results
-        from tachyflow.solvers.compressible_grids import build_grid
+        from tachyflow.solvers.compressible.grids import build_grid
 
         binary, _ = mpins2d.find_su2()
         if binary is None or args.no_peer or not args.to_residual:

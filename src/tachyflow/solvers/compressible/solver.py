@@ -45,7 +45,7 @@ from tachyflow.numerics.compressible.time_integration import (
 )
 from tachyflow.parallel import pieces
 from tachyflow.solvers.base import Solver, register
-from tachyflow.solvers.compressible_grids import build_grid
+from tachyflow.solvers.compressible.grids import build_grid
 from tachyflow.solvers.phase_clock import PhaseClock
 
 EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
@@ -89,7 +89,7 @@ class CompressibleSolver(Solver):
         The block decomposition (``StructuredBlocks``); owns the
         communicator.
     grid
-        The global grid (:func:`tachyflow.solvers.compressible_grids.build_grid`).
+        The global grid (:func:`tachyflow.solvers.compressible.grids.build_grid`).
     section : CompressibleSection
         ``[compressible]`` of the case.
 

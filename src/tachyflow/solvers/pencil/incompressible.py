@@ -37,8 +37,8 @@ from tachyflow.numerics.runge_kutta import RK3_ENDS, RK3_GAMMA, RK3_RHO, rk3_inc
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.base import register
-from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
-from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
+from tachyflow.solvers.pencil.base import Inflow, PencilSolver
+from tachyflow.solvers.pencil.poisson import PhaseTimer, PoissonSolver
 
 FORCING = ("none", "pressure-gradient", "flow-rate")
 WALL_CONDITIONS = ("no-slip", "slip")
@@ -130,7 +130,7 @@ class IncompressibleSolver(PencilSolver):
     def from_case(cls, config, comm, planning: str = "measure") -> IncompressibleSolver:
         """The solver of ``[grid]`` and ``[flow]``, at ``[flow] initial``, with the bodies of
         ``[immersed]`` (collective)."""
-        from tachyflow.solvers.initial_conditions import set_initial_condition
+        from tachyflow.solvers.pencil.initial_conditions import set_initial_condition
 
         grid_config = config.grid
         open_x = grid_config.x_boundaries == "inflow-outflow"

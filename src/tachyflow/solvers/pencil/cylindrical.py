@@ -49,9 +49,9 @@ from tachyflow.numerics.tdma import FactoredPeriodicDiffusion, FactoredTridiagon
 from tachyflow.parallel import HaloExchange, PencilDecomposition, Transposer
 from tachyflow.parallel.transpose import TransposeRequest, pipelined
 from tachyflow.solvers.base import register
-from tachyflow.solvers.incompressible import Forcing
-from tachyflow.solvers.pencil_solver import Inflow, PencilSolver
-from tachyflow.solvers.poisson import PhaseTimer, PoissonSolver
+from tachyflow.solvers.pencil.base import Inflow, PencilSolver
+from tachyflow.solvers.pencil.incompressible import Forcing
+from tachyflow.solvers.pencil.poisson import PhaseTimer, PoissonSolver
 
 INITIAL_CONDITIONS = (
     "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow"

@@ -1,6 +1,6 @@
 """What the flow solvers on pencils share: the layout of their pieces, their summary and
-their phases (the Cartesian :mod:`~tachyflow.solvers.incompressible` and the cylindrical
-:mod:`~tachyflow.solvers.cylindrical` solver)."""
+their phases (the Cartesian :mod:`~tachyflow.solvers.pencil.incompressible` and the cylindrical
+:mod:`~tachyflow.solvers.pencil.cylindrical` solver)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ class Inflow:
 
 class PencilSolver(Solver):
     """A :class:`Solver` whose fields are y-pencils of ``self.decomposition``, with a
-    ``self.poisson`` (a :class:`~tachyflow.solvers.poisson.PoissonSolver`) and a
-    ``self.timer`` (a :class:`~tachyflow.solvers.poisson.PhaseTimer` with the phases
+    ``self.poisson`` (a :class:`~tachyflow.solvers.pencil.poisson.PoissonSolver`) and a
+    ``self.timer`` (a :class:`~tachyflow.solvers.pencil.poisson.PhaseTimer` with the phases
     ``implicit``, ``advection`` and ``diffusion``).
 
     Immersed bodies (:meth:`immerse`) are imposed by direct forcing before every
@@ -268,7 +268,7 @@ class PencilSolver(Solver):
 
     def immerse_case_bodies(self, config) -> None:
         """Impose the case's ``[[immersed.body]]``, if any (collective)."""
-        from tachyflow.solvers import bodies
+        from tachyflow.solvers.pencil import bodies
 
         found = bodies.from_case(config)
         if found:

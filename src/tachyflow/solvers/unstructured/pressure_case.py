@@ -16,7 +16,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.parallel import agreement
 from tachyflow.solvers.base import Solver, register
-from tachyflow.solvers.unstructured import UnstructuredPressureSolver
+from tachyflow.solvers.unstructured.solver import UnstructuredPressureSolver
 
 
 def load_mesh(text: str, base=".") -> object:
