@@ -101,7 +101,7 @@ def read(arguments) -> int:
                 received.update(
                     {f"{step}:{name}:box": np.array([*box.start, *box.shape])
                      for name, box in reader.boxes.items()}
-                )  # fmt: skip
+                )
             steps += 1
             if arguments.max_steps and steps >= arguments.max_steps:
                 break

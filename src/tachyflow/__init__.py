@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 # otherwise (effective when tachyflow is imported before numpy and numba; `tachyflow -n`
 # sets it for its ranks, `--threads T` gives them T each).
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                  "NUMBA_NUM_THREADS"):  # fmt: skip
+                  "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 del _variable
 

@@ -134,16 +134,16 @@ def _shape(device: str, megabits: float, namespace: str | None = None) -> None:
     """An HTB class of ``megabits`` (rate = ceil) as the root qdisc of ``device``."""
     rate = f"{megabits}mbit"
     _run("tc", "qdisc", "add", "dev", device, "root", "handle", "1:", "htb", "default", "10",
-         "r2q", "1000", namespace=namespace)  # fmt: skip
+         "r2q", "1000", namespace=namespace)
     _run("tc", "class", "add", "dev", device, "parent", "1:", "classid", "1:10", "htb",
-         "rate", rate, "ceil", rate, "quantum", "200000", namespace=namespace)  # fmt: skip
+         "rate", rate, "ceil", rate, "quantum", "200000", namespace=namespace)
 
 
 def _delay(device: str, seconds: float, shaped: bool, namespace: str | None = None) -> None:
     """A netem delay of ``seconds`` on ``device`` (under the HTB class when ``shaped``)."""
     where = ("parent", "1:10", "handle", "10:") if shaped else ("root", "handle", "1:")
     result = _run("tc", "qdisc", "add", "dev", device, *where, "netem", "delay",
-                  f"{seconds * 1e6:.0f}us", namespace=namespace, check=False)  # fmt: skip
+                  f"{seconds * 1e6:.0f}us", namespace=namespace, check=False)
     if result.returncode:
         detail = result.stderr.strip() or f"exit code {result.returncode}"
         raise ClusterError(
@@ -268,7 +268,7 @@ def mpiexec_flavour(mpiexec: str) -> str:
     try:
         text = subprocess.run(
             [mpiexec, "--version"], capture_output=True, text=True, timeout=30
-        ).stdout  # fmt: skip
+        ).stdout
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ClusterError(f"cannot run {mpiexec} --version: {error}") from None
     if "Open MPI" in text or "OpenRTE" in text:
@@ -316,7 +316,7 @@ def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[s
             "--mca", "oob_tcp_if_include", subnet,
             "--host", ",".join(f"{a}:{per_node}" for a in state.addresses[:nodes]),
             "--map-by", f"ppr:{per_node}:node",
-        ]  # fmt: skip
+        ]
         for name in ("MPI4PY_LIBMPI", "PYTHONPATH", "TACHYFLOW_PIN"):
             if name in os.environ:
                 command += ["-x", name]
@@ -327,7 +327,7 @@ def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[s
         *enter, "-launcher", "ssh", "-launcher-exec", state.launcher,
         "-hosts", ",".join(state.addresses[:nodes]), "-localhost", state.addresses[0],
         "-ppn", str(per_node),
-    ]  # fmt: skip
+    ]
     for name, value in {**TCP_ENVIRONMENT, **environment}.items():
         command += ["-genv", name, value]
     return [*command, "-n", str(ranks)]

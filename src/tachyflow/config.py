@@ -20,7 +20,7 @@ from tachyflow.errors import ConfigError
 INITIAL_CONDITIONS = (
     "rest", "taylor-green", "poiseuille", "perturbed-channel",  # incompressible
     "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow",  # cylindrical
-)  # fmt: skip
+)
 FORCINGS = ("none", "pressure-gradient", "flow-rate")
 X_BOUNDARIES = ("periodic", "inflow-outflow")
 INFLOW_PROFILES = ("uniform", "laminar")
@@ -410,13 +410,13 @@ def parse_observers(text: str, source: str) -> ObserversFile:
     _validate_scheme(observers, "", require)
     for index, point in enumerate(observers.observer):
         require(all(math.isfinite(v) for v in point.position), f"observer[{index}].position",
-                "[x, y, z]", point.position)  # fmt: skip
+                "[x, y, z]", point.position)
     arc = observers.arc
     require(arc.radius >= 0, "arc.radius", ">= 0", arc.radius)
     require(arc.plane in PLANES, "arc.plane", f"one of {PLANES}", arc.plane)
     require(arc.count >= 1, "arc.count", ">= 1", arc.count)
     require(bool(observers.observer) or arc.radius > 0, "observer", "at least one "
-            "[[observer]] entry or an [arc] with radius > 0", observers.observer)  # fmt: skip
+            "[[observer]] entry or an [arc] with radius > 0", observers.observer)
     return observers
 
 
@@ -609,13 +609,13 @@ def _validate(config: Config, source: str) -> None:
             raise ConfigError(f"{source}: '{key}' must be {expectation}, got {value!r}")
 
     require(config.case.solver in solvers.names(), "case.solver",
-            f"one of {solvers.names()}", config.case.solver)  # fmt: skip
+            f"one of {solvers.names()}", config.case.solver)
     _validate_pressure(config.pressure, require)
     if config.case.solver == "compressible":
         _validate_compressible(config.compressible, require)
         require(not config.compressible.time_stepping.startswith("dual-") or config.time.dt > 0,
                 "time.dt", "> 0, the physical time step, with compressible.time_stepping = "
-                f"{config.compressible.time_stepping!r}", config.time.dt)  # fmt: skip
+                f"{config.compressible.time_stepping!r}", config.time.dt)
 
     grid, flow, time, output = config.grid, config.flow, config.time, config.output
     require(all(n >= 1 for n in grid.cells), "grid.cells", "3 positive integers", grid.cells)
@@ -635,17 +635,17 @@ def _validate(config: Config, source: str) -> None:
     if grid.core_cells:
         require(grid.walls and grid.stretching == 0 and config.case.solver == "incompressible",
                 "grid.core_cells", "0 unless walls = true and stretching = 0 with the "
-                "incompressible solver", grid.core_cells)  # fmt: skip
+                "incompressible solver", grid.core_cells)
         require(0 < grid.core_width < grid.lengths[1], "grid.core_width",
-                f"in (0, lengths[1] = {grid.lengths[1]})", grid.core_width)  # fmt: skip
+                f"in (0, lengths[1] = {grid.lengths[1]})", grid.core_width)
         outer = grid.cells[1] - grid.core_cells
         require(grid.core_cells > 0 and outer > 0 and outer % 2 == 0, "grid.core_cells",
                 f"positive, leaving an even positive number of the {grid.cells[1]} cells "
-                "in y outside the core", grid.core_cells)  # fmt: skip
+                "in y outside the core", grid.core_cells)
         spacing = grid.core_width / grid.core_cells
         require(outer // 2 * spacing <= 0.5 * (grid.lengths[1] - grid.core_width),
                 "grid.core_cells", "enough for the core to be finer than the cells outside "
-                "it (their widths grow from the core's spacing)", grid.core_cells)  # fmt: skip
+                "it (their widths grow from the core's spacing)", grid.core_cells)
     require(
         grid.cells[1] >= (2 if grid.walls else 3),
         "grid.cells",
@@ -676,7 +676,7 @@ def _validate(config: Config, source: str) -> None:
     statistics = config.statistics
     for key in ("every", "start_step", "output_every"):
         require(getattr(statistics, key) >= 0, f"statistics.{key}", ">= 0",
-                getattr(statistics, key))  # fmt: skip
+                getattr(statistics, key))
     require(statistics.start_time >= 0, "statistics.start_time", ">= 0", statistics.start_time)
     homogeneous = sorted(statistics.homogeneous)
     require(
@@ -697,33 +697,33 @@ def _validate(config: Config, source: str) -> None:
     require(cylinder.stretching >= 0, "cylinder.stretching", ">= 0", cylinder.stretching)
     require(cylinder.clustering == "walls" or (cylinder.clustering == "axis"
             and cylinder.inner_radius == 0), "cylinder.clustering", "'walls', or 'axis' with "
-            "inner_radius = 0", cylinder.clustering)  # fmt: skip
+            "inner_radius = 0", cylinder.clustering)
     require(cylinder.outer_wall in ("no-slip", "slip"), "cylinder.outer_wall",
-            "'no-slip' or 'slip'", cylinder.outer_wall)  # fmt: skip
+            "'no-slip' or 'slip'", cylinder.outer_wall)
     require(cylinder.theta_core_radius >= 0, "cylinder.theta_core_radius", ">= 0 (0: θ "
-            "implicit everywhere)", cylinder.theta_core_radius)  # fmt: skip
+            "implicit everywhere)", cylinder.theta_core_radius)
     require(grid.x_boundaries in X_BOUNDARIES, "grid.x_boundaries",
-            f"one of {X_BOUNDARIES}", grid.x_boundaries)  # fmt: skip
+            f"one of {X_BOUNDARIES}", grid.x_boundaries)
     require(grid.wall_condition in ("no-slip", "slip"), "grid.wall_condition",
-            "'no-slip' or 'slip'", grid.wall_condition)  # fmt: skip
+            "'no-slip' or 'slip'", grid.wall_condition)
     if grid.wall_condition == "slip":
         require(grid.walls and config.case.solver == "incompressible", "grid.wall_condition",
                 "'no-slip' unless walls = true with the incompressible solver (the "
                 "cylindrical solver's outer wall is [cylinder] outer_wall)",
-                grid.wall_condition)  # fmt: skip
+                grid.wall_condition)
     require(grid.inflow_profile in INFLOW_PROFILES, "grid.inflow_profile",
-            f"one of {INFLOW_PROFILES}", grid.inflow_profile)  # fmt: skip
+            f"one of {INFLOW_PROFILES}", grid.inflow_profile)
     require(math.isfinite(grid.inflow_velocity) and grid.inflow_velocity > 0,
-            "grid.inflow_velocity", "a positive number", grid.inflow_velocity)  # fmt: skip
+            "grid.inflow_velocity", "a positive number", grid.inflow_velocity)
     if grid.x_boundaries == "inflow-outflow":
         require(config.case.solver in ("incompressible", "cylindrical"), "grid.x_boundaries",
-                "'periodic' with this solver", grid.x_boundaries)  # fmt: skip
+                "'periodic' with this solver", grid.x_boundaries)
         require(flow.forcing == "none", "flow.forcing",
-                '"none" with an inflow (the inflow sets the flow rate)', flow.forcing)  # fmt: skip
+                '"none" with an inflow (the inflow sets the flow rate)', flow.forcing)
         require(statistics.every == 0 or "x" not in statistics.homogeneous,
                 "statistics.homogeneous",
                 "[] or without x when x has an inflow and an outflow",
-                list(statistics.homogeneous))  # fmt: skip
+                list(statistics.homogeneous))
     _validate_insitu(config.insitu, require)
     _validate_immersed(config, require)
     require(
@@ -749,14 +749,14 @@ def _validate_immersed(config: Config, require) -> None:
 
     names = [body.name for body in immersed.body]
     require(len(set(names)) == len(names), "immersed.body", "bodies with distinct names",
-            names)  # fmt: skip
+            names)
     require(config.case.solver in ("incompressible", "cylindrical"), "case.solver",
             "'incompressible' or 'cylindrical' with [[immersed.body]]",
-            config.case.solver)  # fmt: skip
+            config.case.solver)
     for body in immersed.body:
         key = f"immersed.body '{body.name}'"
         require(body.shape in bodies.shapes(), f"{key} shape", f"one of {bodies.shapes()}",
-                body.shape)  # fmt: skip
+                body.shape)
         require(body.radius > 0, f"{key} radius", "> 0", body.radius)
         require(body.scale > 0, f"{key} scale", "> 0", body.scale)
         require(body.thickness > 0, f"{key} thickness", "> 0", body.thickness)
@@ -764,15 +764,15 @@ def _validate_immersed(config: Config, require) -> None:
             value = getattr(body, vector)
             require(any(value), f"{key} {vector}", "a nonzero vector", value)
         require(body.motion in bodies.motions(), f"{key} motion",
-                f"one of {bodies.motions()}", body.motion)  # fmt: skip
+                f"one of {bodies.motions()}", body.motion)
         if body.motion == "oscillation":
             require(config.case.solver == "incompressible", f"{key} motion",
                     "'rigid' with the cylindrical solver (bodies oscillate on the Cartesian "
-                    "one)", body.motion)  # fmt: skip
+                    "one)", body.motion)
             require(math.isfinite(body.frequency) and body.frequency > 0,
-                    f"{key} frequency", "> 0 with an oscillation", body.frequency)  # fmt: skip
+                    f"{key} frequency", "> 0 with an oscillation", body.frequency)
             require(body.angular_velocity == 0, f"{key} angular_velocity",
-                    "0 with an oscillation (pitch instead)", body.angular_velocity)  # fmt: skip
+                    "0 with an oscillation (pitch instead)", body.angular_velocity)
         if body.shape == "fan-rotor":
             _validate_fan(config, require)
 
@@ -783,26 +783,26 @@ def _validate_fan(config: Config, require) -> None:
     fan, cylinder = config.fan, config.cylinder
     require(fan.section in SECTIONS, "fan.section", f"one of {sorted(SECTIONS)}", fan.section)
     require(all(0 <= lift <= 3 for lift in fan.design_lift), "fan.design_lift",
-            "two design lift coefficients (root, tip) in [0, 3]", fan.design_lift)  # fmt: skip
+            "two design lift coefficients (root, tip) in [0, 3]", fan.design_lift)
     require(config.case.solver == "cylindrical", "case.solver", "'cylindrical' with a fan",
-            config.case.solver)  # fmt: skip
+            config.case.solver)
     require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",
-            cylinder.inner_radius)  # fmt: skip
+            cylinder.inner_radius)
     require(fan.blades >= 1 and fan.blades % cylinder.sectors == 0, "fan.blades",
             f"a positive multiple of cylinder.sectors = {cylinder.sectors}",
-            fan.blades)  # fmt: skip
+            fan.blades)
     require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
-            "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)  # fmt: skip
+            "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)
     require(config.grid.x_boundaries == "inflow-outflow", "grid.x_boundaries",
-            '"inflow-outflow" with a fan', config.grid.x_boundaries)  # fmt: skip
+            '"inflow-outflow" with a fan', config.grid.x_boundaries)
     for key in ("position", "pressure_planes"):
         values = getattr(fan, key)
         values = values if isinstance(values, tuple) else (values,)
         require(all(0 < value < cylinder.length for value in values), f"fan.{key}",
-                f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))  # fmt: skip
+                f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))
     require(fan.pressure_planes[0] < fan.position < fan.pressure_planes[1],
             "fan.pressure_planes", f"one plane up- and one downstream of fan.position = "
-            f"{fan.position}", fan.pressure_planes)  # fmt: skip
+            f"{fan.position}", fan.pressure_planes)
 
 
 def _validate_pressure(pressure: PressureSection, require) -> None:
@@ -810,67 +810,67 @@ def _validate_pressure(pressure: PressureSection, require) -> None:
         value = getattr(pressure, key)
         require(math.isfinite(value), f"pressure.{key}", "a finite number", value)
     require(pressure.method in ("cg", "bicgstab"), "pressure.method", "'cg' or 'bicgstab'",
-            pressure.method)  # fmt: skip
+            pressure.method)
     require(math.isfinite(pressure.tol) and 0 < pressure.tol < 1, "pressure.tol",
-            "a number between 0 and 1", pressure.tol)  # fmt: skip
+            "a number between 0 and 1", pressure.tol)
     require(pressure.max_iterations >= 1, "pressure.max_iterations", ">= 1",
-            pressure.max_iterations)  # fmt: skip
+            pressure.max_iterations)
     require(pressure.halo in ("p2p", "neighborhood"), "pressure.halo",
-            "'p2p' or 'neighborhood'", pressure.halo)  # fmt: skip
+            "'p2p' or 'neighborhood'", pressure.halo)
 
 
 def _validate_scheme(table, prefix: str, require) -> None:
     """The FW-H scheme's keys of ``[acoustics]`` or an observers file."""
     require(table.time_order in TIME_ORDERS, f"{prefix}time_order", f"one of {TIME_ORDERS}",
-            table.time_order)  # fmt: skip
+            table.time_order)
     require(table.interpolation in INTERPOLATIONS, f"{prefix}interpolation",
-            f"one of {INTERPOLATIONS}", table.interpolation)  # fmt: skip
+            f"one of {INTERPOLATIONS}", table.interpolation)
 
 
 def _validate_compressible(section: CompressibleSection, require) -> None:
     from tachyflow.solvers.compressible.grids import grid_names
 
     require(section.grid in grid_names(), "compressible.grid", f"one of {grid_names()}",
-            section.grid)  # fmt: skip
+            section.grid)
     _validate_grid_file(section, require)
     require(all(n >= 4 for n in section.cells), "compressible.cells", "[ni, nj], each >= 4",
-            section.cells)  # fmt: skip
+            section.cells)
     require(0 <= 2 * section.wake_cells < section.cells[0], "compressible.wake_cells",
-            f"in [0, ni/2 = {section.cells[0] / 2})", section.wake_cells)  # fmt: skip
+            f"in [0, ni/2 = {section.cells[0] / 2})", section.wake_cells)
     for key in ("wall_spacing", "far_field", "upstream", "mach", "temperature", "cfl",
-                "cfl_start", "nu_tilde_ratio"):  # fmt: skip
+                "cfl_start", "nu_tilde_ratio"):
         value = getattr(section, key)
         require(value > 0, f"compressible.{key}", "positive", value)
     require(section.reynolds >= 0, "compressible.reynolds", ">= 0 (0: inviscid)",
-            section.reynolds)  # fmt: skip
+            section.reynolds)
     require(-90 < section.alpha < 90, "compressible.alpha", "in (-90, 90) degrees",
-            section.alpha)  # fmt: skip
+            section.alpha)
     require(section.scheme in COMPRESSIBLE_SCHEMES, "compressible.scheme",
-            f"one of {COMPRESSIBLE_SCHEMES}", section.scheme)  # fmt: skip
+            f"one of {COMPRESSIBLE_SCHEMES}", section.scheme)
     require(section.limiter in COMPRESSIBLE_LIMITERS, "compressible.limiter",
-            f"one of {COMPRESSIBLE_LIMITERS}", section.limiter)  # fmt: skip
+            f"one of {COMPRESSIBLE_LIMITERS}", section.limiter)
     require(0 <= section.entropy_fix < 1, "compressible.entropy_fix", "in [0, 1)",
-            section.entropy_fix)  # fmt: skip
+            section.entropy_fix)
     require(section.turbulence in TURBULENCE_MODELS, "compressible.turbulence",
-            f"one of {TURBULENCE_MODELS}", section.turbulence)  # fmt: skip
+            f"one of {TURBULENCE_MODELS}", section.turbulence)
     require(section.turbulence == "laminar" or section.reynolds > 0, "compressible.reynolds",
-            "> 0 with turbulence = 'sa'", section.reynolds)  # fmt: skip
+            "> 0 with turbulence = 'sa'", section.reynolds)
     require(section.time_stepping in COMPRESSIBLE_TIME_STEPPING, "compressible.time_stepping",
-            f"one of {COMPRESSIBLE_TIME_STEPPING}", section.time_stepping)  # fmt: skip
+            f"one of {COMPRESSIBLE_TIME_STEPPING}", section.time_stepping)
     require(section.sweeps >= 1, "compressible.sweeps", ">= 1", section.sweeps)
     require(section.inner_iterations >= 1, "compressible.inner_iterations", ">= 1",
-            section.inner_iterations)  # fmt: skip
+            section.inner_iterations)
     require(0 < section.inner_tolerance < 1, "compressible.inner_tolerance",
             "in (0, 1), the relative drop of the inner residual",
-            section.inner_tolerance)  # fmt: skip
+            section.inner_tolerance)
     require(section.cfl_start <= section.cfl, "compressible.cfl_start",
-            f"<= cfl = {section.cfl}", section.cfl_start)  # fmt: skip
+            f"<= cfl = {section.cfl}", section.cfl_start)
     require(section.cfl_ramp >= 0, "compressible.cfl_ramp", ">= 0", section.cfl_ramp)
     require(0 < section.target_residual < 1, "compressible.target_residual", "in (0, 1)",
-            section.target_residual)  # fmt: skip
+            section.target_residual)
     require(not section.vortex_correction or section.mach < 1,
             "compressible.vortex_correction", "false with a supersonic free stream",
-            section.vortex_correction)  # fmt: skip
+            section.vortex_correction)
 
 
 def _validate_grid_file(section: CompressibleSection, require) -> None:
@@ -878,17 +878,17 @@ def _validate_grid_file(section: CompressibleSection, require) -> None:
 
     if section.grid != "file":
         require(not section.grid_file, "compressible.grid_file",
-                "empty unless grid = 'file'", section.grid_file)  # fmt: skip
+                "empty unless grid = 'file'", section.grid_file)
         return
     require(bool(section.grid_file), "compressible.grid_file",
             "the path of a Plot3D or CGNS grid file with grid = 'file'",
-            section.grid_file)  # fmt: skip
+            section.grid_file)
     try:
         grid_file_format(section.grid_file)
     except ValueError:
         suffixes = list(GRID_FILE_SUFFIXES)
         require(False, "compressible.grid_file", f"a path ending in one of {suffixes}",
-                section.grid_file)  # fmt: skip
+                section.grid_file)
 
 
 def _with_paths_from(config: Config, folder: Path) -> Config:
@@ -901,7 +901,7 @@ def _with_paths_from(config: Config, folder: Path) -> Config:
 
 def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require) -> None:
     require(acoustics.surface in SURFACES, "acoustics.surface", f"one of {SURFACES}",
-            acoustics.surface)  # fmt: skip
+            acoustics.surface)
     require(acoustics.start_step >= 0, "acoustics.start_step", ">= 0", acoustics.start_step)
     _validate_scheme(acoustics, "acoustics.", require)
     if acoustics.surface == "none":
@@ -913,10 +913,10 @@ def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require)
     require(acoustics.every >= 1, "acoustics.every", ">= 1", acoustics.every)
     require(acoustics.samples >= 8, "acoustics.samples", ">= 8", acoustics.samples)
     require(acoustics.exchange in EXCHANGES, "acoustics.exchange", f"one of {EXCHANGES}",
-            acoustics.exchange)  # fmt: skip
+            acoustics.exchange)
     require(acoustics.sync in SYNCS, "acoustics.sync", f"one of {SYNCS}", acoustics.sync)
     require(acoustics.arc_plane in PLANES, "acoustics.arc_plane", f"one of {PLANES}",
-            acoustics.arc_plane)  # fmt: skip
+            acoustics.arc_plane)
     require(acoustics.arc_radius >= 0, "acoustics.arc_radius", ">= 0", acoustics.arc_radius)
     require(acoustics.arc_count >= 1, "acoustics.arc_count", ">= 1", acoustics.arc_count)
     require(
@@ -926,7 +926,7 @@ def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require)
         acoustics.observers,
     )
     require(acoustics.surface != "mesh" or bool(acoustics.mesh), "acoustics.mesh",
-            "a surface mesh file with surface = 'mesh'", acoustics.mesh)  # fmt: skip
+            "a surface mesh file with surface = 'mesh'", acoustics.mesh)
     require(
         all(lo < hi for lo, hi in zip(acoustics.lower, acoustics.upper, strict=True))
         or acoustics.surface != "box",
@@ -946,7 +946,7 @@ def _validate_acoustics(acoustics: AcousticsSection, time: TimeSection, require)
 
 def _validate_insitu(insitu: InsituSection, require) -> None:
     require(insitu.width >= 16 and insitu.height >= 16, "insitu.width",
-            "an image of at least 16 x 16 pixels", (insitu.width, insitu.height))  # fmt: skip
+            "an image of at least 16 x 16 pixels", (insitu.width, insitu.height))
     require(insitu.aggregators >= 1, "insitu.aggregators", ">= 1", insitu.aggregators)
     require(
         insitu.queue_limit >= insitu.reserve_queue_limit + 2,
@@ -956,19 +956,19 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
         insitu.queue_limit,
     )
     require(insitu.reserve_queue_limit >= 0, "insitu.reserve_queue_limit", ">= 0",
-            insitu.reserve_queue_limit)  # fmt: skip
+            insitu.reserve_queue_limit)
     require(insitu.queue_full_policy in QUEUE_FULL_POLICIES, "insitu.queue_full_policy",
-            f"one of {QUEUE_FULL_POLICIES}", insitu.queue_full_policy)  # fmt: skip
+            f"one of {QUEUE_FULL_POLICIES}", insitu.queue_full_policy)
     require(insitu.transit_precision in TRANSIT_PRECISIONS, "insitu.transit_precision",
-            f"one of {tuple(TRANSIT_PRECISIONS)}", insitu.transit_precision)  # fmt: skip
+            f"one of {tuple(TRANSIT_PRECISIONS)}", insitu.transit_precision)
     require(insitu.transit_threads in TRANSIT_THREADS, "insitu.transit_threads",
-            f"one of {TRANSIT_THREADS}", insitu.transit_threads)  # fmt: skip
+            f"one of {TRANSIT_THREADS}", insitu.transit_threads)
     on, off = insitu.duty_cycle
     require(on >= 0 and off >= 0 and (on > 0) == (off > 0), "insitu.duty_cycle",
-            "[steps on, steps off], both > 0 (or both 0: always)", insitu.duty_cycle)  # fmt: skip
+            "[steps on, steps off], both > 0 (or both 0: always)", insitu.duty_cycle)
     names = [pipeline.name for pipeline in insitu.pipeline]
     require(len(set(names)) == len(names), "insitu.pipeline", "pipelines with distinct names",
-            names)  # fmt: skip
+            names)
     if insitu.pipeline:
         # The kinds are the pipelines registered (insitu.pipelines keeps VTK and numba out
         # of its import).
@@ -981,18 +981,18 @@ def _validate_insitu(insitu: InsituSection, require) -> None:
         require(pipeline.mode in MODES, f"{key} mode", f"one of {MODES}", pipeline.mode)
         require(pipeline.field in FIELDS, f"{key} field", f"one of {FIELDS}", pipeline.field)
         require(pipeline.colour_by in ("", *FIELDS), f"{key} colour_by", f"one of {FIELDS}",
-                pipeline.colour_by)  # fmt: skip
+                pipeline.colour_by)
         require(pipeline.plane in PLANES, f"{key} plane", f"one of {PLANES}", pipeline.plane)
         require(pipeline.every >= 0 and pipeline.every_time >= 0, f"{key} every",
-                ">= 0", (pipeline.every, pipeline.every_time))  # fmt: skip
+                ">= 0", (pipeline.every, pipeline.every_time))
         require((pipeline.every > 0) != (pipeline.every_time > 0), f"{key} every",
                 "either every (steps) or every_time (simulated time), not both",
-                (pipeline.every, pipeline.every_time))  # fmt: skip
+                (pipeline.every, pipeline.every_time))
         require(pipeline.kind != "probes" or bool(pipeline.points), f"{key} points",
-                "at least one probe point", pipeline.points)  # fmt: skip
+                "at least one probe point", pipeline.points)
         low, high = pipeline.range
         require(low < high or low == high == 0, f"{key} range", "(low, high) with low < high, "
-                "or (0, 0) for the data's range", pipeline.range)  # fmt: skip
+                "or (0, 0) for the data's range", pipeline.range)
 
 
 def builtin_cases() -> list[str]:

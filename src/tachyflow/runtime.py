@@ -339,7 +339,7 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=not console.is_terminal,
-                  refresh_per_second=PROGRESS_REFRESHES_PER_SECOND) as bar:  # fmt: skip
+                  refresh_per_second=PROGRESS_REFRESHES_PER_SECOND) as bar:
         task = bar.add_task(description, total=total)
         yield lambda steps=1: bar.advance(task, steps)
 

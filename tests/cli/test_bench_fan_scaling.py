@@ -11,7 +11,7 @@ from tests.cli.test_cli import tachyflow
 def test_bench_fan_predicts_the_papers_scales_beside_its_speedups(tmp_path):
     result = tachyflow("bench", "fan", "-n", "2", "--grid", "24", "12", "12", "--repeats", "2",
                        "--warmup", "1", "--core-speed", "20", "--ranks-per-link", "8",
-                       "-o", str(tmp_path), timeout=120)  # fmt: skip
+                       "-o", str(tmp_path), timeout=120)
     assert result.returncode == 0, result.stderr
     (path,) = tmp_path.glob("fan_*.json")
     scaling = json.loads(path.read_text())["model"]["scaling"]

@@ -18,7 +18,7 @@ def test_bench_mpins2d_times_both_methods_and_their_runs(tmp_path):
         # No SU2 anywhere it looks, even where make install-bench has built one.
         env={"TACHYFLOW_SU2": str(tmp_path / "nowhere"),
              "TACHYFLOW_PEERS_BUILD": str(tmp_path / "no-peers")},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, (result.stdout, result.stderr)
     document = json.loads((tmp_path / "mpins2d_56x16_2x1.json").read_text())
     assert document["benchmark"] == "mpins2d" and document["mpi"]["ranks"] == 2
@@ -62,7 +62,7 @@ def test_su2_is_found_by_variable_and_configured_like_the_case(tmp_path):
     history.write_text('"Inner_Iter",       "CD"       ,       "CL"       ,      "CMz"       ,'
                        '   "relrms[Rho]"  \n'
                        '          0,  0.2, 0.1, 0.01,  0.0\n'
-                       '        811,  0.0181,  0.79,  0.093,  -7.01\n')  # fmt: skip
+                       '        811,  0.0181,  0.79,  0.093,  -7.01\n')
     read = read_su2_history(history)
     assert read["iterations"] == 812 and abs(read["density_residual"] - 10**-7.01) < 1e-20
     assert (read["CL"], read["CD"], read["CM"]) == (0.79, 0.0181, -0.093)

@@ -423,7 +423,7 @@ def test_bench_collectives_adds_mpich_forced_algorithms_checked_against_the_exac
     document = json.loads((tmp_path / "collectives_alltoall_2ranks.json").read_text())
     forced = [e for e in document["results"] if e["name"].startswith("mpich:")]
     assert {e["name"] for e in forced} == {"mpich:brucks", "mpich:k_brucks", "mpich:pairwise",
-                                           "mpich:scattered"}  # fmt: skip
+                                           "mpich:scattered"}
     assert {e["size"] for e in forced} == {64, 4096}
     assert all(e["verified"] and e["median"] > 0 for e in forced)
     pairwise = [e for e in forced if e["name"] == "mpich:pairwise"]
@@ -452,7 +452,7 @@ def test_bench_unstructured_measures_every_rank_count(tmp_path):
     result = tachyflow(
         "bench", "unstructured", "--cells", "1000,2197", "--ranks", "1,2", "--repeats", "1",
         "--petsc-grid", "0", "-o", str(tmp_path), timeout=300,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads((tmp_path / "unstructured_hex.json").read_text())
     entries = {(e["name"], e["ranks"]): e for e in document["results"]}
@@ -475,14 +475,14 @@ def test_bench_io_checks_every_writer_and_compares_with_dd(tmp_path):
     result = tachyflow(
         "bench", "io", "-n", "2", "--grid", "12", "10", "8", "--repeats", "2",
         "--scratch", str(scratch), "-o", str(tmp_path),
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "io_12x10x8_2x1.json").read_text())
     names = {entry["name"]: entry for entry in document["results"]}
     assert set(names) == {
         "mpiio-checkpoint-write", "bp5-fields-write", "vtk-pieces-write", "gather-npz-write",
         "mpiio-checkpoint-read", "whole-npz-read",
-    }  # fmt: skip
+    }
     assert all(entry["verified"] and entry["bandwidth"] > 0 for entry in names.values())
     assert [peer["name"] for peer in document["peers"]] == ["dd-write", "dd-read"]
     assert document["params"]["bytes"] == 4 * 12 * 10 * 8 * 8
@@ -504,7 +504,7 @@ def test_bench_suite_quick_builds_one_report_with_every_stage(tmp_path):
     assert len(images) >= 10  # every stage's plot is in the page
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
     for name in ("pingpong", "collectives", "transpose", "npb", "step", "unstructured", "scaling",
-                 "io"):  # fmt: skip
+                 "io"):
         assert name in page, name
 
 
@@ -535,7 +535,7 @@ def test_acoustics_predicts_a_dipole_from_recorded_surface_data(tmp_path):
     result = tachyflow("acoustics", surface, "--observers", observers, "-n", "2", "-o", str(out))
     assert result.returncode == 0, result.stderr
     levels = [float(line.split("OASPL ")[1].split()[0]) for line in result.stdout.splitlines()
-              if "OASPL" in line]  # fmt: skip
+              if "OASPL" in line]
     # cos θ directivity: silent in the equator plane (x axis), loudest on the z axis
     assert levels[1] < levels[2] < levels[3] < levels[4] and abs(levels[0] - levels[4]) < 0.1
     for name in ("signals.csv", "spectra.csv", "bands.csv", "spectra.png", "directivity.png"):
@@ -563,7 +563,7 @@ def test_acoustics_predicts_a_dipole_from_recorded_surface_data(tmp_path):
     series = tachyflow(
         "acoustics", str(tmp_path / "surface.bp"), "--observers", observers, "-o",
         str(tmp_path / "series"),
-    )  # fmt: skip
+    )
     assert series.returncode == 0, series.stderr
     expected = np.loadtxt(out / "signals.csv", delimiter=",")
     found = np.loadtxt(tmp_path / "series" / "signals.csv", delimiter=",")

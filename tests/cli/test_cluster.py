@@ -72,7 +72,7 @@ def test_two_shaped_nodes_come_up_carry_mpi_over_tcp_and_go_down(cluster_state, 
         [*launcher, sys.executable, str(script), str(4 * 2**20)],
         capture_output=True, text=True, timeout=120,
         env={k: v for k, v in os.environ.items() if not k.startswith("PMI_")},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     bandwidth = float(result.stdout.split()[-1])
     assert abs(bandwidth / 12.5e6 - 1) < 0.15, bandwidth
@@ -121,14 +121,14 @@ def _networks(networks: str, stages: str, out) -> dict:
     result = tachyflow(
         "bench", "networks", "--networks", networks, "--stages", stages, "--quick",
         "-o", str(out), timeout=600, env={"MPIEXEC_TIMEOUT": "300"},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     document = json.loads((out / "networks_2ranks_2nodes.json").read_text())
     assert (out / "networks_2ranks_2nodes.png").stat().st_size > 0
     assert (out / "report.html").is_file()
     assert set(document["paper_profiles"]) == {
         "fast-ethernet", "gigabit-ethernet", "myrinet-2000"
-    }  # fmt: skip
+    }
     # The cluster the benchmark brought up is gone.
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "tachyflow-node" not in listed
@@ -197,7 +197,7 @@ def test_open_mpi_runs_across_the_nodes_over_tcp(cluster_state, tmp_path, monkey
         [*launcher, sys.executable, str(script), str(4 * 2**20)],
         capture_output=True, text=True, timeout=120,
         env={k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_"))},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     bandwidth = float(result.stdout.split()[-1])
     assert abs(bandwidth / 12.5e6 - 1) < 0.15, bandwidth  # TCP through the shaped link

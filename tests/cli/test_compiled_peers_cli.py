@@ -21,7 +21,7 @@ def test_bench_poisson_measures_2decomp_fft_in_the_same_run(tmp_path, ranks, pro
     result = tachyflow(
         "bench", "poisson", "-n", str(ranks), "--grid", "16", "12", "8", "--proc-grid",
         proc_grid, "--repeats", "2", "--warmup", "1", "-o", str(tmp_path), timeout=300,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, (result.stdout, result.stderr)
     document = json.loads((tmp_path / f"poisson_16x12x8_{proc_grid}.json").read_text())
     solve, roundtrip = document["peers"][:2]

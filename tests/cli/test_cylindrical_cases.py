@@ -48,10 +48,10 @@ def test_an_open_pipe_restarted_on_another_rank_count_continues_where_it_stopped
     shutil.copytree(whole, halves)
     checkpoint = halves / "checkpoints" / "step_00000020.ckpt"
     result = tachyflow(*common, "-n", "3", "--restart", str(checkpoint), "-o", str(halves),
-                       timeout=180)  # fmt: skip
+                       timeout=180)
     assert result.returncode == 0, result.stderr
     last = [np.array((folder / "stats.csv").read_text().splitlines()[-1].split(","), float)
-            for folder in (whole, halves)]  # fmt: skip
+            for folder in (whole, halves)]
     assert last[0][0] == last[1][0] == 40
     assert np.allclose(last[0], last[1], rtol=1e-11, atol=1e-13)
     timings = json.loads((halves / "timings.json").read_text())
@@ -62,7 +62,7 @@ def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_pat
     result = tachyflow(
         "bench", "cylindrical-step", "-n", "2", "--grid", "8", "6", "8", "--repeats", "2",
         "--warmup", "1", "-o", str(tmp_path), timeout=180,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "cylindrical-step_8x6x8_2x1.json").read_text())
     assert [entry["name"] for entry in document["results"]] == [

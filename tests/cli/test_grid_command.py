@@ -13,7 +13,7 @@ def test_grid_writes_plot3d_su2_and_a_figure(tmp_path):
         "grid", "naca0012", "--cells", "64x16", "--wake-cells", "16", "--levels", "0,1",
         "--plot3d", str(tmp_path / "g.x"), "--su2", str(tmp_path / "g.su2"),
         "--figure", str(tmp_path / "g.png"),
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     assert "| NACA 0012 C-grid | level 0 | level 1 |" in result.stdout
     assert "| cells | 64 x 16 | 32 x 8 |" in result.stdout
@@ -41,7 +41,7 @@ def test_grid_writes_cgns_and_reads_a_grid_file_back(tmp_path):
     result = tachyflow(
         "grid", "naca0012", "--cells", "64x16", "--wake-cells", "16",
         "--cgns", str(tmp_path / "g.cgns"), "--plot3d", str(tmp_path / "g.xyz"),
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     written = read_grid_file(tmp_path / "g.cgns")
     assert (written.cells, written.wake_cells, written.wall) == ((64, 16), 16, (16, 48))

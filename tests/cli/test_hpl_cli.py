@@ -10,7 +10,7 @@ def test_bench_hpl_writes_ours_and_the_peer(tmp_path):
     result = tachyflow(
         "bench", "hpl", "-n", "2", "--size", "300", "--block", "32", "--repeats", "1",
         "-o", str(tmp_path), timeout=120,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, (result.stdout, result.stderr)
     document = json.loads((tmp_path / "hpl_1x2_2ranks.json").read_text())
     assert (tmp_path / "hpl_1x2_2ranks.png").is_file()

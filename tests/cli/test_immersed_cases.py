@@ -57,7 +57,7 @@ def test_a_case_with_bodies_writes_their_loads_and_restarts(tmp_path):
     shutil.copytree(whole, halves)
     checkpoint = halves / "checkpoints" / "step_00000020.ckpt"
     result = tachyflow("run", str(case), "-n", "3", "--restart", str(checkpoint),
-                       "-o", str(halves), timeout=180)  # fmt: skip
+                       "-o", str(halves), timeout=180)
     assert result.returncode == 0, result.stderr
     table = rows(whole / "forces.csv")
     assert [int(row["step"]) for row in table] == [10, 20, 30, 40]
@@ -94,7 +94,7 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
     case.write_text(text.replace("start_step = 400", "start_step = 10"))
     output = tmp_path / "fan"
     result = tachyflow("run", str(case), "-n", "2", "--steps", "60", "-o", str(output),
-                       timeout=300)  # fmt: skip
+                       timeout=300)
     assert result.returncode == 0, result.stderr
     import json
 
@@ -125,7 +125,7 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
         (("thickness = 0.08", 'thickness = 0.08\nsection = "naca66"'),
          "'fan.section' must be one of ['naca4', 'naca65'], got 'naca66'"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):
     from importlib import resources
 
@@ -133,7 +133,7 @@ def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):
     assert change[0] in text
     case = tmp_path / "fan.toml"
     case.write_text(text.replace(change[0], change[1]).replace(
-        'initial = "inflow"', 'initial = "rest"'))  # fmt: skip
+        'initial = "inflow"', 'initial = "rest"'))
     result = tachyflow("run", str(case), "-o", str(tmp_path / "out"), timeout=60)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
@@ -141,7 +141,7 @@ def test_a_bad_fan_is_named_in_one_line(tmp_path, change, message):
 
 def test_bench_fan_times_the_step_and_each_way_of_moving_the_noise_sources(tmp_path):
     result = tachyflow("bench", "fan", "-n", "2", "--grid", "24", "12", "12", "--repeats",
-                       "2", "-o", str(tmp_path), timeout=240)  # fmt: skip
+                       "2", "-o", str(tmp_path), timeout=240)
     assert result.returncode == 0, result.stderr
     import json
 

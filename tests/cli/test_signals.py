@@ -21,7 +21,7 @@ def launch(folder, stderr=subprocess.DEVNULL):
          "--steps", "1000000", "-o", str(folder)],
         env=command_environment(), stdout=subprocess.DEVNULL, stderr=stderr, text=True,
         start_new_session=True, preexec_fn=interruptible,
-    )  # fmt: skip
+    )
 
 
 def processes_writing(folder) -> list[str]:

@@ -61,7 +61,7 @@ def test_reader_started_first_draws_every_due_step_like_in_situ(tmp_path):
     reader = subprocess.Popen(
         [sys.executable, "-m", "tachyflow", "transit-render", str(run_dir), "--timeout", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=command_environment(),
-    )  # fmt: skip
+    )
     try:
         run = tachyflow("run", str(tmp_path / "case.toml"), "-n", "2", "-o", str(run_dir))
         output, _ = reader.communicate(timeout=90)
@@ -112,7 +112,7 @@ def test_a_receiving_reader_takes_every_step_and_draws_nothing(tmp_path):
         [sys.executable, "-m", "tachyflow", "transit-render", str(run_dir), "--timeout", "60",
          "--receive-only"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=command_environment(),
-    )  # fmt: skip
+    )
     try:
         run = tachyflow("run", str(tmp_path / "case.toml"), "-o", str(run_dir))
         output, _ = reader.communicate(timeout=90)

@@ -138,7 +138,7 @@ def chromium(tmp_path):
     options.binary_location = browser
     # No sandbox: Chromium refuses to start as root (containers, CI) with one.
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"):  # fmt: skip
+                 "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
     # An explicit driver: Selenium would otherwise try to download one.
     driver = webdriver.Chrome(service=webdriver.ChromeService(driver_path), options=options)
@@ -161,7 +161,7 @@ def test_page_in_headless_chromium_shows_live_images_and_metrics(run_dir, chromi
 
         first_step = int(wait_for(lambda: shown("step").strip("-"), 30, "no step shown"))
         first_energy = float(wait_for(lambda: shown("metric-kinetic_energy").strip("-"), 10,
-                                      "no kinetic energy shown"))  # fmt: skip
+                                      "no kinetic energy shown"))
         assert float(shown("metric-cfl")) > 0
         assert float(shown("metric-time_per_step")) == pytest.approx(0.2)
         natural_width = (
@@ -176,7 +176,7 @@ def test_page_in_headless_chromium_shows_live_images_and_metrics(run_dir, chromi
         assert float(shown("metric-kinetic_energy")) < first_energy
         assert float(shown("time")) > 0
         wait_for(lambda: chromium.find_element(By.ID, "image-slices").get_attribute("src")
-                 != first_image, 20, "the image was not replaced")  # fmt: skip
+                 != first_image, 20, "the image was not replaced")
         assert shown("status") == "live"
         assert server.attached
 
@@ -241,7 +241,7 @@ def test_server_detaches_when_no_page_polls_and_attaches_again(publishing):
         time.sleep(0.5)
         assert not server.attached
         first = wait_for(lambda: (s := state(server, "page"))["step"] is not None and s, 30,
-                         "no state while a page polled")  # fmt: skip
+                         "no state while a page polled")
         assert first["attached"]
         assert set(first["metrics"]) == {"time_per_step", "cfl", "kinetic_energy"}
         assert first["images"]["slices"] <= first["step"]
@@ -252,12 +252,12 @@ def test_server_detaches_when_no_page_polls_and_attaches_again(publishing):
         assert state(server)["step"] == last_seen
         # A page polls again: attached again, news again.
         wait_for(lambda: (s := state(server, "page"))["attached"] and s["step"] > last_seen, 30,
-                 "no new state after attaching again")  # fmt: skip
+                 "no new state after attaching again")
         # The run ends: the page is told so, and keeps the last state.
         stop(publisher)
         assert publisher.returncode == 0
         final = wait_for(lambda: (s := state(server, "page"))["finished"] and s, 10,
-                         "the end of the run was not noticed")  # fmt: skip
+                         "the end of the run was not noticed")
         assert final["step"] is not None
         wait_for(lambda: not server.attached, 5, "still attached to a finished run")
 
@@ -293,12 +293,12 @@ def test_page_reports_a_run_that_was_killed_and_does_not_retry_it(tmp_path):
          "publisher = MonitorPublisher(sys.argv[1])\n"
          "os.kill(os.getpid(), signal.SIGKILL)", str(folder)],
         timeout=60,
-    )  # fmt: skip
+    )
     assert killed.returncode == -signal.SIGKILL
     assert (folder / "monitor.sst").exists()  # left behind
     with ViewerServer(folder, poll_interval=0.1) as server:
         failed = wait_for(lambda: (s := state(server, "page"))["error"] and s, 20,
-                          "the page was not told")  # fmt: skip
+                          "the page was not told")
         assert "no longer publishing" in failed["error"]
         assert not failed["attached"]
         wait_for(lambda: not reader_processes(folder), 10, "the failed reader did not exit")
@@ -322,10 +322,10 @@ def test_a_reader_that_dies_attaching_is_started_again_then_given_up(tmp_path, m
     monkeypatch.setattr(viewer, "ATTACH_ATTEMPTS", 3)
     with ViewerServer(run_dir, poll_interval=0.05) as server:
         first = wait_for(lambda: (s := state(server, "page"))["error"] and s, 10,
-                         "the page was not told of the first death")  # fmt: skip
+                         "the page was not told of the first death")
         assert "died attaching; again in 1 s" in first["error"]
         wait_for(lambda: "crashed" in (state(server, "page")["error"] or ""), 20,
-                 "the viewer did not give up")  # fmt: skip
+                 "the viewer did not give up")
         for _ in range(5):  # given up: no more readers for this contact
             state(server, "page")
             time.sleep(0.1)
@@ -344,7 +344,7 @@ def test_server_and_command_check_their_arguments(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "tachyflow", "view", str(tmp_path), "--port", "70000"],
         capture_output=True, text=True, timeout=60, env=command_environment(),
-    )  # fmt: skip
+    )
     assert result.returncode == 2
     assert "port must be from 0 to 65535" in result.stderr + result.stdout
 
@@ -354,7 +354,7 @@ def test_view_command_prints_the_url_and_stops_on_ctrl_c(run_dir):
         [sys.executable, "-m", "tachyflow", "view", str(run_dir), "--no-browser"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=command_environment(), preexec_fn=interruptible,
-    )  # fmt: skip
+    )
     try:
         line = command.stdout.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)

@@ -43,7 +43,7 @@ def tachyflow(*arguments, cwd=None):
     return subprocess.run(
         [sys.executable, "-m", "tachyflow", *arguments],
         capture_output=True, text=True, timeout=120, env=environment, cwd=cwd,
-    )  # fmt: skip
+    )
 
 
 def test_a_plug_in_command_has_help_and_runs():
@@ -72,7 +72,7 @@ def test_an_unknown_plug_in_or_observer_is_refused(tmp_path):
     missing = subprocess.run(
         [sys.executable, "-m", "tachyflow", "--help"], capture_output=True, text=True,
         env=environment, timeout=60,
-    )  # fmt: skip
+    )
     assert missing.returncode == 2 and "no_such_plugin_module" in missing.stderr
 
 
@@ -119,7 +119,7 @@ def test_statistics_and_log_cost_the_same_late_and_early_in_a_long_run(tmp_path,
 FIXED = {
     "step": 0, "time": 0.0, "kinetic_energy": 1.0, "dissipation": 0.0, "bulk_velocity": 0.0,
     "max_divergence": 0.0, "pressure_gradient": 0.0,
-}  # fmt: skip
+}
 
 
 def test_an_observers_table_must_be_a_table():

@@ -17,7 +17,7 @@ def test_command_records_every_variant_with_breakdown_traffic_and_plot(tmp_path_
     comm = MPI.COMM_WORLD
     folder = comm.bcast(str(tmp_path_factory.mktemp("noise")) if comm.rank == 0 else None)
     arguments = ["bench", "noise-exchange", "-n", "2", "--points", "300", "--grid", "12", "12",
-                 "12", "--repeats", "2", "--warmup", "1", "-o", folder]  # fmt: skip
+                 "12", "--repeats", "2", "--warmup", "1", "-o", folder]
     code = main(arguments)
     parallel_assert(code == 0, f"exit code {code}")
     if comm.rank != 0:

@@ -49,11 +49,11 @@ def test_written_on_two_ranks_read_on_one_two_and_three(tmp_path_factory):
         with PencilDecomposition(SHAPE, comm=writers, periodic=(True, False, True)) as pencils:
             layout = layout_of(pencils)
             pieces = {k: np.ascontiguousarray(v[pencils.pencils["y"].slices]) for k, v in
-                      fields.items()}  # fmt: skip
+                      fields.items()}
             write_checkpoint(
                 writers, folder, 12, 0.25, pieces, layout, {"gradient": 1.5},
                 {"observer/x/profile": np.arange(4.0)},
-            )  # fmt: skip
+            )
         writers.Free()
     world.Barrier()
     for size, proc_grid in ((1, None), (2, (2, 1)), (3, None)):
@@ -141,7 +141,7 @@ def test_run_written_on_two_ranks_continues_on_one_two_and_three(tmp_path_factor
 def test_damaged_checkpoints_are_skipped_naming_them(tmp_path_factory, capfd):
     comm = MPI.COMM_WORLD
     case = config.parse(CASE, "small.toml").replace("output", checkpoint_every=2,
-                                                    checkpoints_kept=3)  # fmt: skip
+                                                    checkpoints_kept=3)
     folder = shared_folder(tmp_path_factory, comm)
     first = Simulation(case, folder, comm, planning="estimate")
     first.run(6)  # checkpoints at 2, 4, 6
@@ -172,7 +172,7 @@ def test_killed_then_restarted_with_the_same_command_gives_the_uninterrupted_fil
     latest: the same statistics, checkpoints, fields and images as a run never killed."""
     case = tmp_path / "case.toml"
     case.write_text(CASE.replace("checkpoint_every = 3", "checkpoint_every = 3\n"
-                                 "fields_every = 2\nimages_every = 3"))  # fmt: skip
+                                 "fields_every = 2\nimages_every = 3"))
 
     def run(folder, *extra, fault=None):
         hook = {"TACHYFLOW_FAULT_CHECKPOINT_AFTER": fault} if fault else None

@@ -144,7 +144,7 @@ def test_results_land_in_the_callers_out_buffers():
         result = collectives.gather(comm, values, size - 1, algo, out=out)
         if rank == size - 1 and (result is not out or not np.array_equal(
             out, np.concatenate([np.arange(5.0) + r for r in range(size)])
-        )):  # fmt: skip
+        )):
             failures.append(("gather", algo))
     with pytest.raises(ValueError, match="out must hold 5 elements of float64, got 4"):
         collectives.allreduce(comm, values, out=np.empty(4))

@@ -11,7 +11,7 @@ from tachyflow.solvers.compressible.solver import CompressibleSolver
 NACA = {
     "grid": "naca0012", "cells": (64, 16), "wake_cells": 12, "far_field": 8.0,
     "wall_spacing": 2e-3, "mach": 0.5, "alpha": 2.0, "reynolds": 5000.0,
-}  # fmt: skip
+}
 
 
 def solver_on(comm, **values):

@@ -18,7 +18,7 @@ EULER = {
     "wall_spacing": 1e-2, "mach": 0.5, "alpha": 2.0, "reynolds": 0.0, "sweeps": 3,
     "cfl": 50.0, "cfl_start": 2.0, "cfl_ramp": 20, "time_stepping": "dual-dp-sgs",
     "inner_iterations": 300, "inner_tolerance": 1e-8,
-}  # fmt: skip
+}
 PHYSICAL_STEP = 0.1  # the flow passes the chord in 2 at M = 0.5
 
 
@@ -56,7 +56,7 @@ def test_converged_physical_steps_agree_across_rank_counts():
         if comm.size > 1:  # the block layout changes the iterates, hence their count
             print("inner iterations, serial:", serial_inner, f"{comm.size} ranks:", inner)
         print("differences from serial: density", np.abs(density - serial).max(), "loads",
-              np.abs(loads - serial_loads))  # fmt: skip
+              np.abs(loads - serial_loads))
         assert np.allclose(density, serial, rtol=0, atol=1e-8)
         assert np.allclose(loads, serial_loads, rtol=0, atol=1e-8), (loads, serial_loads)
         assert abs(loads[0]) > 0.05  # a lifting flow, not the free stream
@@ -70,7 +70,7 @@ def test_dual_time_restart_continues_bitwise(tmp_path_factory):
     folder = shared_folder(tmp_path_factory, comm)
     case = naca_case(6).replace("time", steps=6, dt=0.2)
     case = case.replace("compressible", time_stepping="dual-dp-sgs", inner_iterations=6,
-                        inner_tolerance=1e-3, cfl=5.0)  # fmt: skip
+                        inner_tolerance=1e-3, cfl=5.0)
     straight = run(case, folder / "straight", comm)
     run(case, folder / "stopped", comm, steps=4)
     restarted = run(case, folder / "stopped", comm, restart="latest")
@@ -80,5 +80,5 @@ def test_dual_time_restart_continues_bitwise(tmp_path_factory):
         for name, values in straight["U"].items():
             assert np.array_equal(restarted["U"][name], values), name
         assert restarted["scalars"] == pytest.approx(straight["scalars"], rel=0, abs=0,
-                                                     nan_ok=True)  # fmt: skip
+                                                     nan_ok=True)
         assert straight["scalars"]["pseudo_iterations"] > 6

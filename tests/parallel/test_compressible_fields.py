@@ -17,7 +17,7 @@ from tests.parallel.helpers import shared_folder
 NACA = {
     "grid": "naca0012", "cells": [48, 12], "wake_cells": 8, "far_field": 8.0,
     "wall_spacing": 2e-3, "mach": 0.5, "alpha": 2.0, "reynolds": 5000.0, "turbulence": "sa",
-}  # fmt: skip
+}
 
 
 def read_structured_grid(path):
@@ -80,6 +80,6 @@ def test_fields_are_structured_grid_pieces_paraview_reads_whole(tmp_path_factory
     for name, values in expected.items():
         assert np.array_equal(arrays[name], values), name
     assert np.array_equal(arrays["velocity"][..., :2], np.stack([expected["u"],
-                                                                expected["v"]], -1))  # fmt: skip
+                                                                expected["v"]], -1))
     # The flow has moved off the free stream: the check compares something.
     assert np.ptp(expected["mach"]) > 0.1

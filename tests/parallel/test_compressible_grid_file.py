@@ -17,7 +17,7 @@ NACA = {
     "grid": "naca0012", "cells": (64, 16), "wake_cells": 12, "far_field": 8.0,
     "wall_spacing": 2e-3, "mach": 0.5, "alpha": 2.0, "reynolds": 5000.0,
     "time_stepping": "dp-sgs", "sweeps": 2, "cfl": 10.0, "cfl_start": 2.0, "cfl_ramp": 4,
-}  # fmt: skip
+}
 ITERATIONS = 6
 
 

@@ -18,7 +18,7 @@ NACA = {
     "grid": "naca0012", "cells": [64, 16], "wake_cells": 12, "far_field": 8.0,
     "wall_spacing": 2e-3, "mach": 0.5, "alpha": 2.0, "reynolds": 5000.0,
     "time_stepping": "rk3",
-}  # fmt: skip
+}
 WINDOW = (-0.5, 1.5, -0.5, 0.5)
 
 
@@ -105,7 +105,7 @@ def test_two_halves_of_a_block_add_up_to_the_whole():
 @pytest.mark.parametrize(
     ("window", "shape"), [((0, 0, 0, 1), (4, 4)), ((0, 1, 0, np.nan), (4, 4)),
                           ((0, 1, 0, 1), (1, 4)), ((0, 1, 0, 1), (4.0, 4))],
-)  # fmt: skip
+)
 def test_bad_windows_and_shapes_are_refused(window, shape):
     with pytest.raises(ValueError, match=r"window|shape"):
         rasterise_block(np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 2)), window, shape)

@@ -20,7 +20,7 @@ NACA = {
     "grid": "naca0012", "cells": [48, 12], "wake_cells": 8, "far_field": 8.0,
     "wall_spacing": 2e-3, "mach": 0.5, "alpha": 2.0, "reynolds": 5000.0, "turbulence": "sa",
     "vortex_correction": True, "cfl": 10.0, "cfl_start": 1.0, "cfl_ramp": 10, "sweeps": 3,
-}  # fmt: skip
+}
 
 
 def naca_case(steps: int, **values):
@@ -112,7 +112,7 @@ def test_rk3_checkpoint_of_two_ranks_restarts_on_one_two_and_three(tmp_path_fact
                 assert np.allclose(state["U"][name], values, rtol=1e-12, atol=1e-14), name
             for name in ("CL", "CD", "CM"):
                 assert state["scalars"][name] == pytest.approx(serial["scalars"][name],
-                                                               rel=1e-10, abs=1e-13)  # fmt: skip
+                                                               rel=1e-10, abs=1e-13)
 
 
 @pytest.mark.parallel([1, 2])

@@ -51,7 +51,7 @@ def test_fused_steps_equal_the_separate_kernels_bit_for_bit(name, split):
         for _ in range(3):
             solver.step(0.01)
         fields.append([solver.halo.interior(f).copy() for f in (*solver.velocity_arrays(),
-                                                                  solver.p)])  # fmt: skip
+                                                                  solver.p)])
         phases = solver.phase_seconds()
         assert ("velocity" in phases) == fused and ("advection" in phases) != fused
         solver.free()

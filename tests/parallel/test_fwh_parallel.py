@@ -51,4 +51,4 @@ def test_an_observer_on_one_ranks_panel_raises_on_every_rank_instead_of_hanging(
         solver.solve(
             times, positions[:, mine], np.broadcast_to(normals, positions.shape)[:, mine],
             areas[mine], np.zeros(positions[:, mine].shape), pressure[:, mine],
-        )  # fmt: skip
+        )

@@ -111,7 +111,7 @@ def test_an_exchange_of_some_axes_fills_only_their_ghosts():
                     ends[axis] = [0, -1]
                     expected = whole if axis in axes else partial
                     if not np.array_equal(array[tuple(ends)], expected[tuple(ends)],
-                                          equal_nan=True):  # fmt: skip
+                                          equal_nan=True):
                         failures.append((grid, axes, axis))
     parallel_assert(not failures, f"{len(failures)} failures, first: {failures[:3]}")
 

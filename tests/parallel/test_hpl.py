@@ -119,7 +119,7 @@ def test_benchmark_document_reports_gflops_and_the_check():
         parallel_assert(entry["residual_passed"] and entry["verified"] and not entry["singular"])
         parallel_assert(entry["gflops"] == pytest.approx(
             (2 / 3 * entry["n"] ** 3 + 1.5 * entry["n"] ** 2) / entry["median"] / 1e9
-        ))  # fmt: skip
+        ))
         parallel_assert(len(entry["samples"]) == 2 and entry["proc_grid"] == list(shape))
 
 

@@ -91,4 +91,4 @@ def test_a_surface_leaving_the_domain_is_refused_on_every_rank(tmp_path_factory)
     folder = comm.bcast(tmp_path_factory.mktemp("bad") if comm.rank == 0 else None)
     with pytest.raises((ConfigError, ValueError)):
         run(comm, folder, CASE.replace("[grid]", "[case]\nname = 'x'\n[grid]\nwalls = true")
-            .replace("radius = 1.5", "radius = 3.2"))  # fmt: skip
+            .replace("radius = 1.5", "radius = 3.2"))

@@ -74,7 +74,7 @@ def test_pictures_and_probes_do_not_depend_on_the_rank_count(tmp_path_factory):
     images = folder / "parallel" / "images"
     names = sorted(path.name for path in images.glob("*.png"))
     expected = {"u-slice_00000002.png", "u-slice_00000004.png", "speed-surface_00000002.png",
-                "speed-surface_00000004.png", "probes.png", "history.png"}  # fmt: skip
+                "speed-surface_00000004.png", "probes.png", "history.png"}
     assert expected <= set(names), names
     for name in ("u-slice_00000004.png", "speed-surface_00000004.png"):
         ours = np.asarray(Image.open(images / name).convert("RGB"), dtype=int)
@@ -136,7 +136,7 @@ def test_fields_made_on_a_box_are_those_cells_of_the_whole_fields(case):
         own = solver.decomposition.pencil("y")
         # Across every rank's piece; inside some (those of the others empty).
         boxes = [CellBox((0, 1, 0), (6, 3, 9)), CellBox((1, 2, 3), (4, 5, 2)),
-                 CellBox((0, 0, 8), (6, 8, 1))]  # fmt: skip
+                 CellBox((0, 0, 8), (6, 8, 1))]
         for box in boxes:
             part = box.intersection(own)
             if part.size == 0:

@@ -132,7 +132,7 @@ def test_overlapped_and_slab_poisson_solves_equal_the_pencil_one(grid):
                 solver = PoissonSolver(
                     decomposition, grid, planning="estimate", overlap=overlap, chunks=chunks,
                     slabs=slabs,
-                )  # fmt: skip
+                )
                 # z-slabs where z is whole and x split (every grid here has modes enough).
                 assert solver.slabs is (slabs and proc_grid[0] > 1 and proc_grid[1] == 1)
                 solver.progress_calls = progress

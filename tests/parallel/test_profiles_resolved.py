@@ -45,7 +45,7 @@ def rewrite(comm, path: str, document: dict) -> None:
 
 @pytest.mark.parallel([1, 2])
 @pytest.mark.parametrize(("default", "kind", "latency"), [("hockney", Hockney, 3.1e-6),
-                                                           ("loggp", LogGP, 4.3e-6)])  # fmt: skip
+                                                           ("loggp", LogGP, 4.3e-6)])
 def test_fitted_profile_drives_auto_through_the_environment_and_a_path(
     default, kind, latency, monkeypatch, tmp_path_factory
 ):

@@ -79,7 +79,7 @@ def check_all_variants(flow, points, normals, destination, variants=VARIANTS):
         with NoiseSourceExchange(
             flow.decomposition, flow.grid, flow.halo, points, normals, destination,
             method=method, sync=sync, sources=PermeableSourceTerms(RHO0, P0),
-        ) as exchange:  # fmt: skip
+        ) as exchange:
             for repeat in range(3):  # reused windows and double buffers stay right
                 terms = exchange.exchange(*flow.local)
                 if not (
@@ -156,7 +156,7 @@ def test_update_replans_for_moved_points():
         exchange = NoiseSourceExchange(
             flow.decomposition, flow.grid, flow.halo, points, normals, destination,
             method=method, sync="pscw", sources=PermeableSourceTerms(RHO0, P0),
-        )  # fmt: skip
+        )
         exchange.exchange(*flow.local)
         moved = flow.points(90, seed=11)
         moved_normals = unit_normals(90, 12)
@@ -217,7 +217,7 @@ def test_bad_input_raises_on_every_rank():
         NoiseSourceExchange(
             flow.decomposition, flow.grid, no_corners, points, normals, destination,
             method="source-put", sources=PermeableSourceTerms(),
-        )  # fmt: skip
+        )
     exchange = build(flow, points, normals, destination, method="put")
     with pytest.raises(ValueError, match="ghosted y-pencil"):
         exchange.exchange(*flow.local[:3], flow.local[3][1:])

@@ -46,7 +46,7 @@ def test_surface_loads_do_not_depend_on_the_rank_count():
 
 def test_a_probe_distance_must_be_positive():
     solver = IncompressibleSolver.from_case(config.parse(CASE, "s.toml"), MPI.COMM_SELF,
-                                            "estimate")  # fmt: skip
+                                            "estimate")
     body = immersed.CircularCylinder((2.5, 2.0, 0.0), 0.5)
     with pytest.raises(ValueError, match="probe_cells must be a positive number, got 0"):
         SurfaceLoads(solver, body, cylinder_side((2.5, 2.0, 0.125), 0.5, 0.25), probe_cells=0)

@@ -69,7 +69,7 @@ def test_the_poiseuille_case_from_rest_averages_what_is_left_of_its_start_up(tmp
         32 * u_max / (n * np.pi) ** 3 * np.sin(n * np.pi * y / height)
         * np.exp(-nu * (n * np.pi / height) ** 2 * times)
         for n in (1, 3, 5, 7)
-    )  # fmt: skip
+    )
     parabola = gradient / (2 * nu) * table["y"] * (height - table["y"])
     left = start_up.mean(axis=1)
     assert 1e-5 < left.max() < 1e-4 * u_max  # a transient this test can see
@@ -103,7 +103,7 @@ def test_synthetic_samples_give_their_moments_on_any_rank_count():
         fake = SimpleNamespace(
             decomposition=pencils, grid=grid, steps=0, time=0.0,
             piece_layout=lambda: SimpleNamespace(shape=pencils.local_shape("y")),
-        )  # fmt: skip
+        )
         observer = TurbulenceStatistics(section, viscosity=1.0)
         run = SimpleNamespace(solver=fake)
         observer.start(run)
@@ -159,7 +159,7 @@ CHANNEL = (
     SMALL_CHANNEL.replace("steps = 6", "steps = 8").replace("checkpoint_every = 3",
                                                             "checkpoint_every = 4")
     + "[statistics]\nevery = 1\nstart_step = 2\n"
-)  # fmt: skip
+)
 
 
 @pytest.mark.parallel([1, 2])
@@ -290,7 +290,7 @@ def test_statistics_written_on_two_ranks_continue_on_one_and_three(tmp_path_fact
         if ranks == MPI.COMM_NULL:
             continue
         again = Simulation(case, folder / f"again{size}", ranks, restart=checkpoint,
-                           planning="estimate")  # fmt: skip
+                           planning="estimate")
         again.run()
         moments = next(o for o in again.observers if o.name == "turbulence").moments
         again.free()

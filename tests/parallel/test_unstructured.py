@@ -33,7 +33,7 @@ def global_system(mesh, diagonal_shift=0.0, neumann=None):
     boundary = finite_volume.boundary_transmissibilities(
         mesh.centroids, mesh.boundary_cells, mesh.boundary_areas, mesh.boundary_normals,
         mesh.boundary_centroids,
-    )  # fmt: skip
+    )
     is_neumann = np.zeros(boundary.size, bool)
     if neumann is not None:
         is_neumann = neumann(mesh.boundary_centroids, mesh.boundary_normals)
@@ -48,7 +48,7 @@ def global_system(mesh, diagonal_shift=0.0, neumann=None):
         n, mesh.volumes, source(mesh.centroids), mesh.boundary_cells, dirichlet,
         np.where(is_neumann, 0.0, values), np.where(is_neumann, mesh.boundary_areas, 0.0),
         fluxes,
-    )  # fmt: skip
+    )
     return matrix, rhs
 
 
@@ -67,7 +67,7 @@ def test_distributed_solution_equals_a_serial_solve_and_iterations_do_not_depend
         solver = UnstructuredPressureSolver(
             comm, mesh if comm.rank == 0 else None, source=source, boundary_value=exact,
             neumann=neumann, boundary_flux=0.5, diagonal_shift=shift,
-        )  # fmt: skip
+        )
         owned, summary = solver.solve(method, rtol=1e-12)
         solution = solver.gather(owned)
         solver.free()

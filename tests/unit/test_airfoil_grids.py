@@ -194,7 +194,7 @@ def test_opened_wake_keeps_the_cut_and_the_airfoil_lines_and_grows_the_first_hei
     section = rae2822()
     marched = c_grid(section, cells=(140, 32), wake_cells=20, far_field=20.0, wall_spacing=2e-6)
     opened = c_grid(section, cells=(140, 32), wake_cells=20, far_field=20.0, wall_spacing=2e-6,
-                    wake_aspect_ratio=30.0)  # fmt: skip
+                    wake_aspect_ratio=30.0)
     nj = opened.cells[1]
     # The cut, the airfoil's lines and the outer half of every line are the marched ones.
     np.testing.assert_array_equal(opened.x[:, 0], marched.x[:, 0])

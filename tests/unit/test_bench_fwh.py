@@ -65,7 +65,7 @@ def test_benchmark_records_throughput_bounds_and_a_roofline_plot(tmp_path):
 
 def test_one_scheme_alone_and_unknown_schemes():
     document = fwh.run_fwh_benchmark(panels=24, observers=2, steps=24, repeats=1,
-                                     schemes=("second",))  # fmt: skip
+                                     schemes=("second",))
     assert [entry["name"] for entry in document["results"]] == ["second"]
     assert set(document["counts"]) == set(document["roofline"]["schemes"]) == {"second"}
     for schemes in ((), ("sixth",)):
@@ -79,7 +79,7 @@ def test_operation_counts_follow_the_per_kind_tables():
     assert counts["integrands"] == 2 and counts["panel_samples"] == 1
     assert counts["operations"] == {"add": 2 * 4 + 2 * 21 + 3 + 8,
                                     "mul": 2 * 7 + 2 * 43 + 2 + 4,
-                                    "div": 2 * 2 + 1, "sqrt": 2}  # fmt: skip
+                                    "div": 2 * 2 + 1, "sqrt": 2}
     assert counts["flops"] == 2 * 11 + 2 * 67 + 6 + 12
     assert counts["bytes"] == 2 * 19 * 8 + 2 * 50
     assert counts["intensity"] == pytest.approx(counts["flops"] / counts["bytes"])
@@ -87,7 +87,7 @@ def test_operation_counts_follow_the_per_kind_tables():
     counts = fwh.operation_counts(fwh.SCHEMES["fourth"], 1, 1, 2, 1)
     assert counts["operations"] == {"add": 2 * 4 + 2 * 21 + 2 + 12 + 13,
                                     "mul": 2 * 7 + 2 * 43 + 2 + 8 + 21,
-                                    "div": 2 * 2 + 1 + 4, "sqrt": 2}  # fmt: skip
+                                    "div": 2 * 2 + 1 + 4, "sqrt": 2}
     assert counts["bytes"] == 2 * 19 * 8 + 2 * 160
 
 

@@ -35,7 +35,7 @@ def test_a_naca_section_has_the_published_area_and_thickness():
 A10_TABLE = [(0.5, 0.250), (0.75, 0.350), (1.25, 0.535), (2.5, 0.930), (5.0, 1.580),
              (7.5, 2.120), (10.0, 2.587), (15.0, 3.365), (20.0, 3.982), (25.0, 4.475),
              (30.0, 4.861), (35.0, 5.152), (40.0, 5.356), (45.0, 5.476),
-             (50.0, 5.516)]  # fmt: skip
+             (50.0, 5.516)]
 
 
 def test_the_naca65_010_form_keeps_the_published_ordinates():
@@ -90,7 +90,7 @@ def test_a_naca65_section_is_its_thickness_on_its_mean_line(design_lift, thickne
 def test_a_blade_is_watertight_with_the_volume_of_its_sections(hand, section):
     design = BladeDesign(0.35, 0.95, chord=(0.3, 0.2), stagger=(40.0, 60.0), camber=(0.04, 0.0),
                          design_lift=(1.2, 0.4), section=section, thickness=0.1, sweep=10.0,
-                         centre=1.0, angle=0.6, hand=hand, stations=20, points=60)  # fmt: skip
+                         centre=1.0, angle=0.6, hand=hand, stations=20, points=60)
     mesh = design.surface()
     assert mesh.is_watertight and mesh.is_volume
     radii = np.linspace(0.35, 0.95, 400)

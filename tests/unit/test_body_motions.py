@@ -28,7 +28,7 @@ def test_an_oscillation_moves_body_points_rigidly_at_its_velocity():
         assert np.allclose(MOTION.body_frame(now, time), rest, atol=1e-14)
         # Rigid: distances between body points are kept.
         assert np.allclose(np.linalg.norm(now[1:] - now[:-1], axis=1),
-                           np.linalg.norm(rest[1:] - rest[:-1], axis=1), atol=1e-14)  # fmt: skip
+                           np.linalg.norm(rest[1:] - rest[:-1], axis=1), atol=1e-14)
         # The velocity at the points is the rate of change of their positions.
         step = 1e-6
         rate = (MOTION.position(rest, time + step) - MOTION.position(rest, time - step)) / (
@@ -93,7 +93,7 @@ frequency = {frequency}
 
 def test_a_case_builds_an_oscillating_body():
     case = config.parse(CASE.format(solver="incompressible", motion="oscillation",
-                                    frequency=2.0), "plate.toml")  # fmt: skip
+                                    frequency=2.0), "plate.toml")
     (plate,) = bodies.from_case(case)
     assert isinstance(plate, immersed.Slab)
     assert plate.motion == immersed.OscillatingMotion(
@@ -112,7 +112,7 @@ def test_a_case_builds_an_oscillating_body():
         ("cylindrical", "oscillation", 1.0,
          "'immersed.body 'plate' motion' must be 'rigid' with the cylindrical solver"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_motion_is_named(solver, motion, frequency, message):
     text = CASE.format(solver=solver, motion=motion, frequency=frequency)
     with pytest.raises(ConfigError) as error:

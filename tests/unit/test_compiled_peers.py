@@ -80,7 +80,7 @@ def test_the_peers_launcher_can_be_named(monkeypatch):
 def test_the_drivers_answers_are_parsed():
     ready = decomp_peer.parse_ready("ready   4.4409E-16  8.8818E-16 2 1\n")
     assert ready == {"roundtrip_error": 4.4409e-16, "poisson_error": 8.8818e-16,
-                     "proc_grid": [2, 1]}  # fmt: skip
+                     "proc_grid": [2, 1]}
     assert decomp_peer.parse_seconds(" 1.234500000000000E-02\n") == 0.012345
     for wrong in ("", "ready 1e-16", "error 1 2 3 4"):
         with pytest.raises(RuntimeError, match="expected 'ready"):
@@ -157,7 +157,7 @@ def test_self_timed_candidates_report_their_own_seconds():
     samples = time_interleaved(
         {"peer": lambda: 0.5}, MPI.COMM_SELF, repeats=3, warmup=1, iterations=2,
         self_timed={"peer"},
-    )  # fmt: skip
+    )
     assert samples == {"peer": [0.5, 0.5, 0.5]}
 
 
@@ -198,7 +198,7 @@ CANS_OUTPUT = """ *** Calculation loop starts now ***
 def test_cans_step_times_are_the_slowest_ranks_after_the_warmup():
     log = cans_peer.parse_log(CANS_OUTPUT)
     assert log == {"step_times": [1.0, 0.065, 0.061, 0.2], "max_divergence": 1.1e-15,
-                   "finished": True}  # fmt: skip
+                   "finished": True}
     entry = cans_peer.peer_entry(log, warmup=1)
     assert entry["samples"] == [0.065, 0.061] and entry["verified"]
     assert entry["median"] == pytest.approx(0.063)
@@ -215,7 +215,7 @@ def test_a_cans_run_without_its_divergence_check_is_not_verified():
 
 def test_cans_missing_is_recorded_with_the_reason(build):
     document = {"params": {"global_shape": [16, 16, 16], "proc_grid": [1, 1], "dt": 1e-3,
-                           "warmup": 1, "repeats": 2}, "results": [], "peers": []}  # fmt: skip
+                           "warmup": 1, "repeats": 2}, "results": [], "peers": []}
     cans_peer.measure_beside(document, 1)
     assert "make install-bench" in document["peers_missing"]["CaNS"]
     assert document["peers"] == []
@@ -242,7 +242,7 @@ NPB_OUTPUT = """ NAS Parallel Benchmarks 3.4 -- CG Benchmark
 def test_npbs_summary_is_parsed():
     assert npb.parse_npb_output(NPB_OUTPUT) == {
         "verified": True, "median": 1.25, "mops_total": 1197.23, "version": "3.4",
-    }  # fmt: skip
+    }
     failed = npb.parse_npb_output(NPB_OUTPUT.replace("SUCCESSFUL", "UNSUCCESSFUL"))
     assert failed["verified"] is False
     with pytest.raises(ValueError, match="Mop/s total"):
@@ -292,4 +292,4 @@ def test_the_peers_are_bound_to_cores_by_their_own_launcher(monkeypatch):
     monkeypatch.setattr(peer_builds.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert peer_builds.launcher(2) == [
         "/usr/bin/mpiexec.mpich", "-bind-to", "core", "-n", "2",
-    ]  # fmt: skip
+    ]

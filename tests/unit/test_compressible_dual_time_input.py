@@ -28,7 +28,7 @@ COMPRESSIBLE = '[case]\nsolver = "compressible"\n[compressible]\n'
         ("inner_tolerance = 1.0", r"'compressible.inner_tolerance' must be in \(0, 1\).*got 1.0"),
         ("inner_tolerance = 0.0", r"'compressible.inner_tolerance' must be in \(0, 1\).*got 0.0"),
     ],
-)  # fmt: skip
+)
 def test_bad_dual_time_keys_are_named(text, message):
     with pytest.raises(ConfigError, match=message):
         config.parse(COMPRESSIBLE + text, "dual.toml")
@@ -44,7 +44,7 @@ def test_dual_time_case_with_a_physical_step_is_accepted():
     [(0, 1e-3, "inner_iterations must be >= 1, got 0"),
      (5, 0.0, r"inner_tolerance must be in \(0, 1\), got 0.0"),
      (5, np.nan, r"inner_tolerance must be in \(0, 1\), got nan")],
-)  # fmt: skip
+)
 def test_dual_time_stepper_refuses_bad_arguments(iterations, tolerance, message):
     s = np.linspace(0.0, 1.0, 9)
     x, y = np.meshgrid(s, s, indexing="ij")

@@ -81,7 +81,7 @@ def test_free_stream_is_preserved_on_a_curved_stretched_grid(scheme, turbulence_
     nvar = 5 if turbulence_model == "sa" else 4
     distance = 0.01 + np.abs(metrics.yc) if turbulence_model == "sa" else None
     disc = FlowDiscretisation(metrics, free_stream, scheme, "van-albada", turbulence_model,
-                              wall_distance=distance)  # fmt: skip
+                              wall_distance=distance)
     U = conservative(free_stream.primitive(nvar)[:, None, None] * np.ones(metrics.area.shape))
     R = disc.residual(U)
     owned = (slice(None), *metrics.owned)
@@ -107,7 +107,7 @@ def test_sa_source_matches_the_model_in_the_log_layer():
     u_tau, d, nu = 0.05, 0.01, 1e-10  # chi large: fv1 = 1, fv2 = 0
     nt = turbulence.KAPPA * u_tau * d
     value = turbulence.source_term(1.0, nt, nu, u_tau / (turbulence.KAPPA * d), d,
-                                   (turbulence.KAPPA * u_tau) ** 2)  # fmt: skip
+                                   (turbulence.KAPPA * u_tau) ** 2)
     diffusion = (turbulence.KAPPA * u_tau) ** 2 / turbulence.SIGMA  # div(nt grad nt)/sigma
     production = turbulence.CB1 * u_tau / (turbulence.KAPPA * d) * nt
     assert abs(value + diffusion) < 1e-3 * production
@@ -188,7 +188,7 @@ def _linear_system_residual(U, R, dU, diagonal, lam_i, lam_j, m):
                 q = primitive(w)
                 vn = q[1] * nx + q[2] * ny
                 return np.array([w[0] * vn, w[1] * vn + q[3] * nx, w[2] * vn + q[3] * ny,
-                                 (w[3] + q[3]) * vn])  # fmt: skip
+                                 (w[3] + q[3]) * vn])
 
             out += 0.5 * (flux(nb + dnb) - flux(nb) - lam_face * dnb)
     return out[:, G:-G, G:-G]
@@ -232,9 +232,9 @@ def test_symmetric_gauss_seidel_solves_the_implicit_system(kernel):
         dU[...] = 0.0
         getattr(implicit, kernel)(U, R, dU, diagonal, disc.source_implicit, lam_i, lam_j,
                                   metrics.sxi, metrics.syi, metrics.sxj, metrics.syj, no_cut, G,
-                                  1.4, sweeps)  # fmt: skip
+                                  1.4, sweeps)
         sizes.append(np.abs(_linear_system_residual(U, R, dU, diagonal, lam_i, lam_j,
-                                                    metrics)).max())  # fmt: skip
+                                                    metrics)).max())
     tolerance, gain = (1e-4, 1e-2) if kernel == "sgs_sweeps" else (1e-3, 5e-2)
     assert sizes[1] < tolerance * np.abs(R[:, G:-G, G:-G]).max()
     assert sizes[1] < gain * sizes[0]
@@ -277,4 +277,4 @@ def test_implicit_steps_converge_a_steady_flow(sweeps, line_implicit):
             break
     assert size < 1e-6 * first, size / first
     assert np.allclose(primitive(U)[:, G:-G, G:-G], free_stream.primitive()[:, None, None],
-                       atol=1e-6)  # fmt: skip
+                       atol=1e-6)

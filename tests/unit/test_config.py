@@ -115,7 +115,7 @@ def test_observers_files_and_the_acoustics_section_share_their_defaults():
     section = config.AcousticsSection()
     assert (observers.c0, observers.rho0, observers.samples) == (
         section.c0, section.rho0, section.samples,
-    )  # fmt: skip
+    )
     assert observers.observer[0].position == (1.0, 2.0, 3.0) and not observers.permeable
     assert (observers.time_order, observers.interpolation) == (4, "cubic")
     assert (section.time_order, section.interpolation) == (4, "cubic")

@@ -31,7 +31,7 @@ def test_bad_clustering_is_refused():
         radial_faces(8, 0.0, 1.0, 1.0, "middle")
     with pytest.raises(ValueError, match="towards the axis needs inner_radius = 0"):
         CylindricalGrid((4, 8, 4), 1.0, 1.0, inner_radius=0.3, stretching=1.0,
-                        clustering="axis")  # fmt: skip
+                        clustering="axis")
     text = """
 [case]
 solver = "cylindrical"

@@ -35,7 +35,7 @@ def faults(mode: str) -> int:
     result = subprocess.run(
         [sys.executable, "-c", FAULTS, mode],
         capture_output=True, text=True, env=command_environment(), timeout=60, check=True,
-    )  # fmt: skip
+    )
     return int(result.stdout)
 
 

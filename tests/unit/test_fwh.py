@@ -399,7 +399,7 @@ def test_harmonic_dipole_through_permeable_sphere(per_period, order):
     signals, exact, covered = carried_sphere_case(
         dipole_field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE,
         scheme=SCHEMES[order],
-    )  # fmt: skip
+    )
     errors = harmonic_errors(signals, exact, covered, per_period)
     print("dipole", per_period, order, errors, time_error(per_period, order))
     assert max(errors) <= harmonic_bound(per_period, order), errors
@@ -420,7 +420,7 @@ def test_time_refinement_converges_at_the_scheme_order(field, order, least_ratio
         case = carried_sphere_case(
             field, static, harmonic_times(per_period), FIXED_OBSERVERS, **SURFACE,
             scheme=SCHEMES[order],
-        )  # fmt: skip
+        )
         errors.append(max(harmonic_errors(*case, per_period)))
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     print("refinement", order, errors, ratios, np.log2(ratios))
@@ -434,7 +434,7 @@ def test_convected_harmonic_monopole_at_mach_03(per_period, order):
     signals, exact, covered = moving_monopole_case(
         0.3 * C0, observers, 8, 16, harmonic_strength, harmonic_times(per_period), "gauss",
         SCHEMES[order],
-    )  # fmt: skip
+    )
     errors = harmonic_errors(signals, exact, covered, per_period)
     print("convected monopole", per_period, order, errors, time_error(per_period, order))
     assert max(errors) <= harmonic_bound(per_period, order), errors

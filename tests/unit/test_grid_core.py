@@ -48,7 +48,7 @@ def test_a_core_needs_walls_and_no_stretching():
         StaggeredGrid((4, 10, 1), (1.0, 10.0, 1.0), core=(2.0, 4))
     with pytest.raises(ValueError, match="exclude"):
         StaggeredGrid((4, 10, 1), (1.0, 10.0, 1.0), periodic_y=False, stretching=1.0,
-                      core=(2.0, 4))  # fmt: skip
+                      core=(2.0, 4))
 
 
 CASE = """
@@ -88,7 +88,7 @@ def test_immersed_loads_weigh_each_point_by_its_own_control_volume_on_a_stretche
     point of a component gets the volume of the points it covers."""
     text = CASE.format(solver="incompressible", ny=20, core=10)
     solver = IncompressibleSolver.from_case(config.parse(text, "core.toml"), MPI.COMM_SELF,
-                                            "estimate")  # fmt: skip
+                                            "estimate")
     grid = solver.grid
     for name, extents in (("u", grid.widths_y), ("v", grid.centre_distances_y()[1:])):
         points = solver.immersed_points(name)

@@ -162,7 +162,7 @@ def test_command_offers_exactly_the_solver_broadcasts():
     assert set(BROADCAST_CHOICES) == set(BROADCASTS)
     assert [default_grid(r) for r in (1, 2, 3, 4, 6, 12)] == [
         (1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (3, 4)
-    ]  # fmt: skip
+    ]
 
 
 HPCC_OUTPUT = """Begin of HPL section.
@@ -191,5 +191,5 @@ def test_hpcc_input_and_output_are_read_as_hpl_writes_them():
     assert text[11].split()[0] == "2" and "DEPTHs" in text[24]
     first, second = parse_output(HPCC_OUTPUT)  # the line after the section is not HPL's
     assert first == {"n": 3000, "nb": 192, "proc_grid": [1, 2], "median": 10.01,
-                     "gflops": 1.8, "residual": 0.0036002, "residual_passed": True}  # fmt: skip
+                     "gflops": 1.8, "residual": 0.0036002, "residual_passed": True}
     assert second["n"] == 500 and second["residual_passed"] is False

@@ -21,7 +21,7 @@ def test_the_last_step_is_drawn_once_and_again_only_with_new_statistics(tmp_path
         grid=grid, steps=3, time=0.3,
         cell_field=lambda name: np.zeros(grid.shape),
         piece_layout=lambda: PieceLayout(grid.shape, (0, 0, 0), grid.shape),
-    )  # fmt: skip
+    )
     run = SimpleNamespace(
         solver=solver, comm=MPI.COMM_SELF, root=True, output=tmp_path, history=[{}]
     )

@@ -18,7 +18,7 @@ PERIODIC = StaggeredGrid((6, 5, 4), (1.5, 2.0, 0.8), periodic_y=True)
 WALLS = StaggeredGrid((5, 9, 7), (1.0, 2.0, 3.0), periodic_y=False, stretching=1.8)
 # Coefficients (a, b, c, d) of a + b x + c y + d z, distinct per quantity.
 LINEAR = np.array([[0.3, 1.0, -2.0, 0.5], [-1.0, 0.25, 3.0, -1.5], [2.0, -0.7, 0.9, 1.1],
-                   [0.1, 1.3, 0.4, -2.2]])  # fmt: skip
+                   [0.1, 1.3, 0.4, -2.2]])
 
 
 def positions(grid: StaggeredGrid, quantity: str, index: np.ndarray) -> np.ndarray:
@@ -62,7 +62,7 @@ def test_linear_fields_are_reproduced_for_every_staggering(grid):
     # Points on the periodic boundaries and on the extreme centres between walls.
     points[:4] = [[0.0, grid.centres_y[0], 0.0], [grid.lengths[0] - 1e-13, grid.centres_y[-1],
                   grid.lengths[2] - 1e-13], [0.5 * grid.spacing_x, grid.centres_y[1], 0.0],
-                  [grid.spacing_x, grid.centres_y[-2], 0.5 * grid.spacing_z]]  # fmt: skip
+                  [grid.spacing_x, grid.centres_y[-2], 0.5 * grid.spacing_z]]
     stencils = interpolation_stencils(grid, points)
     corners = stencils.lower[:, :, None, :] + CORNER_OFFSETS
     values = np.empty(stencils.weights.shape)
@@ -141,7 +141,7 @@ def sampled_error(grid: StaggeredGrid, points: np.ndarray) -> float:
     the wrapped indices; v carries the lower wall face in an extra first row."""
     nx, ny, nz = grid.shape
     cells = np.stack(np.meshgrid(np.arange(nx), np.arange(-1, ny + 1), np.arange(nz),
-                                 indexing="ij"), axis=-1)  # fmt: skip
+                                 indexing="ij"), axis=-1)
     stencils = interpolation_stencils(grid, points)
     values = np.empty(stencils.weights.shape)
     for q, name in enumerate(QUANTITIES):

@@ -29,7 +29,7 @@ def mixed_mesh():
             [-0.5, 0.0, 0.0],  # tetrahedra
         ],
         dtype=float,
-    )  # fmt: skip
+    )
     blocks = [
         ("hexahedron", [[0, 1, 2, 3, 4, 5, 6, 7]]),
         ("wedge", [[1, 8, 5, 2, 9, 6]]),
@@ -305,5 +305,5 @@ def test_a_non_conforming_mesh_is_refused_saying_how_many_faces_and_where():
     conforming = build_mesh(*five_tetrahedra_cubes(mirror_odd=True))
     assert conforming.n_cells == 10 and conforming.face_cells.shape[0] == 2 * 4 + 2
     with pytest.raises(ValueError, match=r"4 faces inside the domain match no neighbouring "
-                       r"face \(first at \[1\.0, "):  # fmt: skip
+                       r"face \(first at \[1\.0, "):
         build_mesh(*five_tetrahedra_cubes(mirror_odd=False))

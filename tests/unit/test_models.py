@@ -147,7 +147,7 @@ def test_calibration_interpolates_in_log_size(tmp_path):
     assert calibration_factor(calibration, "bcast", 2, "native", 2048) == 1.0
     path = tmp_path / "profile.json"
     path.write_text(json.dumps({"model": {"alpha": 1e-6, "beta": 1e-9}, "calibration":
-                                calibration}))  # fmt: skip
+                                calibration}))
     assert load_calibration(str(path)) == calibration
     assert load_calibration("sp2") == {}
 

@@ -34,7 +34,7 @@ def make_png(width: int, shade: int) -> bytes:
     """A small RGB gradient; the width varies the file's size from step to step."""
     ramp = np.linspace(0, 255, width, dtype=np.uint8)
     pixels = np.stack([np.tile(ramp, (12, 1)), np.full((12, width), shade % 256, np.uint8),
-                       np.tile(ramp[::-1], (12, 1))], axis=-1)  # fmt: skip
+                       np.tile(ramp[::-1], (12, 1))], axis=-1)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     return buffer.getvalue()
@@ -225,7 +225,7 @@ def test_reader_refuses_a_missing_or_abandoned_stream(tmp_path):
          "publisher = MonitorPublisher(sys.argv[1])\n"
          "os.kill(os.getpid(), signal.SIGKILL)", str(tmp_path / "killed")],
         timeout=60,
-    )  # fmt: skip
+    )
     assert killed.returncode == -signal.SIGKILL
     assert contact_file(tmp_path / "killed").exists()
     assert publisher_alive(tmp_path / "killed") is False

@@ -90,7 +90,7 @@ def test_a_weighted_second_shift_matches_dense_solves():
         solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy(), shift, scaled=scaled)
     with pytest.raises(ValueError, match="open systems only"):
         solve_tridiagonal_lines(lower, diagonal, upper, rhs.copy(), shift, periodic=True,
-                                scaled=scaled, weights=weights)  # fmt: skip
+                                scaled=scaled, weights=weights)
 
 
 @pytest.mark.parametrize("periodic", [False, True])
@@ -457,7 +457,7 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
     rng = np.random.default_rng(11)
     nx, ny, nz = 5, 7, 6
     grid = StaggeredGrid((nx, ny, nz), (2.0, 1.0, 1.5), periodic_y=not walls,
-                         stretching=1.5 if walls else 0.0)  # fmt: skip
+                         stretching=1.5 if walls else 0.0)
     metrics = stencils.YMetrics.from_grid(grid)
     dx, dz, nu, forcing, dt, gamma, rho, alpha_dt = 0.4, 0.25, 0.03, 0.7, 0.01, 0.4, -0.2, 0.002
     fields = [rng.standard_normal((nx + 2, ny + 2, nz + 2)) for _ in range(3)]
@@ -465,7 +465,7 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
         fields[1][:, 0] = 0.0  # v's lower wall face, as the boundaries leave it
     previous = rng.standard_normal((3, nx, ny, nz))
     bands = [(rng.uniform(-0.2, -0.1, ny), rng.uniform(1.3, 1.5, ny),
-              rng.uniform(-0.2, -0.1, ny)) for _ in range(2)]  # fmt: skip
+              rng.uniform(-0.2, -0.1, ny)) for _ in range(2)]
     operators = tuple(FactoredTridiagonal(*b) for b in bands) if walls else None
 
     # The reference: the separate passes.
@@ -474,12 +474,12 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
     stencils.advection(*fields, metrics, dx, dz, out=explicit)
     for index, field in enumerate(fields):
         stencils.add_viscous(field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
-                             out_y=implicit[index] if walls else None)  # fmt: skip
+                             out_y=implicit[index] if walls else None)
     explicit[0] += forcing
     expected = [field.copy() for field in fields]
     for index, field in enumerate(expected):
         increment = rk3_increment(dt, gamma, explicit[index], rho, previous[index], alpha_dt,
-                                  implicit[index])  # fmt: skip
+                                  implicit[index])
         if walls:
             operators[index == 1].solve(increment, field, at=(1, 1, 1))
         else:
@@ -492,7 +492,7 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
         terms[...] = previous
         planes = stencils.velocity_planes((nx, ny, nz), runs)
         stencils.advance_velocity(*updated, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, terms, operators, planes)  # fmt: skip
+                                  alpha_dt, terms, operators, planes)
         assert np.array_equal(terms, explicit), runs
         for result, reference in zip(updated, expected, strict=True):
             assert np.array_equal(result, reference), runs
@@ -517,7 +517,7 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
                 *updated, metrics, dx, dz, nu, forcing, dt, gamma, rho, alpha_dt,
                 previous.copy(), operators, stencils.velocity_planes((nx, ny, nz), runs),
                 divergence, 1.7, rows, z_wraps,
-            )  # fmt: skip
+            )
             left = stencils.planes_left_by_advance(nx, runs)
             taken = [plane for plane in range(nx) if plane not in left]
             assert taken or runs > 1
@@ -525,29 +525,29 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
             assert np.array_equal(rows[taken], reference_rows[taken])
             # The planes left, from the owned values and the ghosts below (u's in x).
             stencils.divergence_of_planes(*updated, metrics, dx, dz, 1.7, walls, z_wraps,
-                                          left, divergence, rows)  # fmt: skip
+                                          left, divergence, rows)
             assert np.array_equal(divergence, reference) and np.array_equal(rows, reference_rows)
     with pytest.raises(ValueError, match=r"planes must be owned x-planes 0\.\.4"):
         stencils.divergence_of_planes(*fields, metrics, dx, dz, 1.0, walls, True, [5],
-                                      np.empty((nx, ny, nz)))  # fmt: skip
+                                      np.empty((nx, ny, nz)))
     assert stencils.planes_left_by_advance(5, 1) == [0, 1, 4]
     assert stencils.planes_left_by_advance(5, 2) == [0, 1, 2, 3, 4]
     # The first substep reads no previous terms.
     terms = np.full_like(previous, np.nan)
     stencils.advance_velocity(*[f.copy() for f in fields], metrics, dx, dz, nu, forcing, dt,
-                              gamma, 0.0, alpha_dt, terms, operators)  # fmt: skip
+                              gamma, 0.0, alpha_dt, terms, operators)
     assert np.array_equal(terms, explicit)
 
     with pytest.raises(ValueError, match="planes has shape"):
         stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
                                   alpha_dt, previous.copy(), operators,
-                                  np.empty((3, 1, 3, ny, nz + 1)))  # fmt: skip
+                                  np.empty((3, 1, 3, ny, nz + 1)))
     with pytest.raises(ValueError, match="terms has shape"):
         stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, previous[:, 1:], operators)  # fmt: skip
+                                  alpha_dt, previous[:, 1:], operators)
     with pytest.raises(ValueError, match="runs must be at least 1"):
         stencils.velocity_planes((nx, ny, nz), 0)
     short = FactoredTridiagonal(*(band[1:] for band in bands[0]))
     with pytest.raises(ValueError, match="the implicit operators must have 7 rows"):
         stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, previous.copy(), (short, short))  # fmt: skip
+                                  alpha_dt, previous.copy(), (short, short))

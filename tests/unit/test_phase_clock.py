@@ -34,7 +34,7 @@ def test_nested_phases_are_charged_to_themselves_only():
             with clock("exchange"):
                 pass
     assert clock.seconds == {"exchange": 2.5, "boundaries": 1.0, "implicit": 3.0,
-                             "other": 3.5}  # fmt: skip
+                             "other": 3.5}
     assert sum(clock.seconds.values()) == 10.0
     clock.reset()
     assert clock.seconds == {}

@@ -116,7 +116,7 @@ def test_readers_still_waiting_after_the_run_are_stopped_with_a_reason():
 
     def reader(code):
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
+                                stderr=subprocess.STDOUT, text=True)
 
     finish_readers("done", [reader("print('drawn')")], grace=30.0)
     waiting = [reader("print('done')"), reader("import time; time.sleep(60)")]
@@ -139,7 +139,7 @@ def test_a_run_past_the_bench_timeout_is_stopped_with_the_option_to_change():
     ("failure", "reason"),
     [(RuntimeError("reader: a reader failed"), "reader: a reader failed"),
      (KeyboardInterrupt(), "interrupted")],
-)  # fmt: skip
+)
 def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, failure, reason):
     from tachyflow.bench import insitu
 
@@ -150,14 +150,14 @@ def test_a_failure_after_complete_rounds_keeps_them(monkeypatch, failure, reason
         if len(calls) == 4:  # the second round's first set-up (the rounds rotate)
             raise failure
         return {"iteration": 0.1 + 0.01 * len(calls), "step": 0.1, "transfer": 0.0,
-                "rendering": 0.0, "mpi": "MPICH"}  # fmt: skip
+                "rendering": 0.0, "mpi": "MPICH"}
 
     monkeypatch.setattr(insitu, "run_variant", run_variant)
     variants = ["transit Discard, 1 reader", "in situ"]
     document = insitu.run_insitu_benchmark(1, 8, 20, 5, 3, variants=variants)
     interrupted = isinstance(failure, KeyboardInterrupt)
     assert document["stopped"] == {"round": 2, "set_up": variants[0], "reason": reason,
-                                   "interrupted": interrupted, "rounds_completed": 1}  # fmt: skip
+                                   "interrupted": interrupted, "rounds_completed": 1}
     assert [len(entry["samples"]) for entry in document["results"]] == [1, 1, 1]
     # Before a complete round there is nothing to keep: the error itself.
     calls[:] = [None, None, None]

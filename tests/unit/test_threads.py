@@ -49,7 +49,7 @@ def digest(case: str, threads: int) -> str:
     result = subprocess.run(
         [sys.executable, "-c", STEPS, case], capture_output=True, text=True, env=environment,
         timeout=240,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

@@ -25,7 +25,7 @@ from tests.cli.test_cli import tachyflow
              "turbulence": "sa", "grid": "flat-plate-tmr", "cells": [136, 96]},
         ),
     ],
-)  # fmt: skip
+)
 def test_case_runs_a_few_iterations_with_its_conditions(tmp_path, case, conditions):
     steps = 3
     result = tachyflow("run", case, "--steps", str(steps), "-o", str(tmp_path))

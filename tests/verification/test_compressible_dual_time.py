@@ -96,13 +96,13 @@ def test_huge_physical_steps_reach_the_steady_solution():
     steady = CompressibleSolver.from_case(
         case.replace("compressible", **{**EULER, "time_stepping": "dp-sgs",
                                         "target_residual": 1e-7}), MPI.COMM_SELF
-    )  # fmt: skip
+    )
     while not steady.finished():
         steady.step(1.0)
     dual = CompressibleSolver.from_case(
         case.replace("compressible", **{**EULER, "inner_iterations": 400,
                                         "inner_tolerance": 1e-12}), MPI.COMM_SELF
-    )  # fmt: skip
+    )
     for _ in range(3):
         dual.step(1e6)
     assert dual.pseudo_iterations == 1200 > steady.steps

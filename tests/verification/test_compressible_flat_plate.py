@@ -87,7 +87,7 @@ def test_turbulent_flat_plate_skin_friction_follows_coles_fernholz():
     case = config.load("flat-plate").replace(
         "compressible", cells=(64, 48), wall_spacing=5e-6, reynolds=reynolds,
         turbulence="sa", target_residual=1e-4,
-    )  # fmt: skip
+    )
     solver = CompressibleSolver.from_case(case, runtime.world())
     while not solver.finished() and solver.steps < 4000:
         solver.step(1.0)

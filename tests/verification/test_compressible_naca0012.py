@@ -69,7 +69,7 @@ def refinement_table(levels, iterations: int, target: float) -> list[dict]:
             "cells": solver.section.cells, "iterations": solver.steps,
             "density_residual": solver.density_residual, "CD": solver.coefficients["CD"],
             "CL": solver.coefficients["CL"], "entropy": entropy_error(solver),
-        })  # fmt: skip
+        })
     for coarse, fine in itertools.pairwise(rows):
         for name in ("CD", "entropy"):
             fine[f"order_{name}"] = math.log2(coarse[name] / fine[name])

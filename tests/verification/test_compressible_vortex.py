@@ -77,10 +77,10 @@ def test_vortex_error_falls_at_second_order(scheme, limiter):
 
 def main():  # python tests/verification/test_compressible_vortex.py: the table of docs
     for scheme, limiter in [("roe", "van-albada"), ("roe", "none"), ("ausm+up", "none"),
-                            ("ausm+up", "van-albada"), ("roe", "minmod")]:  # fmt: skip
+                            ("ausm+up", "van-albada"), ("roe", "minmod")]:
         errors, orders = observed_orders(scheme, limiter, (20, 40, 80))
         print(scheme, limiter, " ".join(f"{e:.3e}" for e in errors),
-              " ".join(f"{o:.2f}" for o in orders))  # fmt: skip
+              " ".join(f"{o:.2f}" for o in orders))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ average_from = 0.5
 
 def run_case(case, ranks, output, *extra, timeout=120):
     result = tachyflow("run", str(case), "-n", str(ranks), "-o", str(output), *extra,
-                       timeout=timeout)  # fmt: skip
+                       timeout=timeout)
     assert result.returncode == 0, result.stderr
     return json.loads((output / "wake.json").read_text())
 
@@ -67,11 +67,11 @@ def test_wake_observer_gives_the_same_coefficients_and_bubble_on_1_and_2_ranks(t
     rows = (tmp_path / "one" / "wake-coefficients.csv").read_text().splitlines()
     assert rows[0] == "time,drag_coefficient,lift_coefficient" and len(rows) == 21
     tables = [np.genfromtxt(tmp_path / run / "surface-loads.csv", delimiter=",", names=True,
-                            ndmin=1) for run in ("one", "two")]  # fmt: skip
+                            ndmin=1) for run in ("one", "two")]
     assert tables[0]["step"][-1] == 20
     np.testing.assert_allclose(tables[1]["Fx"], tables[0]["Fx"], rtol=1e-9)
     forcing = np.genfromtxt(tmp_path / "one" / "forces.csv", delimiter=",", names=True,
-                            ndmin=1)  # fmt: skip
+                            ndmin=1)
     assert tables[0]["Fx"][-1] == pytest.approx(forcing["rod_Fx"][-1], rel=0.3)
 
 
@@ -79,7 +79,7 @@ def test_wake_observer_gives_the_same_coefficients_and_bubble_on_1_and_2_ranks(t
     ("options", "message"),
     [('body = "rod"\nprobe_cells = -1', "probe_cells must be a positive number, got -1"),
      ('body = "pole"', "body must name one [[immersed.body]]")],
-)  # fmt: skip
+)
 def test_surface_loads_options_are_checked(options, message):
     text = TINY + f"[observers.surface-loads]\n{options}\n"
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -103,7 +103,7 @@ def test_a_restarted_wake_record_equals_the_uninterrupted_one(tmp_path):
     # Equal to round-off, not bitwise: FFTW's measured plans may differ between runs.
     record = np.loadtxt(halves / "wake-coefficients.csv", delimiter=",", skiprows=1)
     through = np.loadtxt(tmp_path / "straight" / "wake-coefficients.csv", delimiter=",",
-                         skiprows=1)  # fmt: skip
+                         skiprows=1)
     assert record.shape == through.shape == (20, 3)
     np.testing.assert_allclose(record, through, rtol=1e-9, atol=1e-12)
 

@@ -68,7 +68,7 @@ def test_circular_couette_profile_and_torque_are_second_order(stretching):
         profile.append(np.abs(case.cell_field("w") - (a * r + b / r)[None, :, None]).max())
         statistics = case.statistics()
         torques.append(max(abs(statistics["inner_torque"] - torque),
-                           abs(statistics["outer_torque"] - torque)))  # fmt: skip
+                           abs(statistics["outer_torque"] - torque)))
         case.free()
     profile_orders = np.log2(np.array(profile[:-1]) / profile[1:])
     torque_orders = np.log2(np.array(torques[:-1]) / torques[1:])
@@ -390,7 +390,7 @@ def test_a_uniform_stream_past_a_slip_wall_stays_uniform():
     text = AXISYMMETRIC.format(
         nr=12, nt=8, grid='x_boundaries = "inflow-outflow"', geometry='outer_wall = "slip"\n'
         "stretching = 1.0", flow='initial = "rest"',
-    ).replace("cells = [4,", "cells = [16,")  # fmt: skip
+    ).replace("cells = [4,", "cells = [16,")
     case = CylindricalSolver.from_case(config.parse(text, "stream.toml"), MPI.COMM_SELF)
     run(case, 50, 0.02)
     assert np.abs(case.halo.interior(case.u) - 1.0).max() < 1e-12

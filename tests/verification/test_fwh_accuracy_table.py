@@ -65,7 +65,7 @@ def pulsating_sphere(n, scheme):
     case = carried_sphere_case(
         quiet(pulsating_sphere_field), static, harmonic_times(n), FIXED_OBSERVERS, **SURFACE,
         scheme=scheme,
-    )  # fmt: skip
+    )
     return max(harmonic_errors(*case, n))
 
 
@@ -80,7 +80,7 @@ def convected_monopole(n, scheme):
     case = moving_monopole_case(
         0.3 * C0, CONVECTED_OBSERVERS, 8, 16, quiet_strength, harmonic_times(n), "gauss",
         scheme,
-    )  # fmt: skip
+    )
     return max(harmonic_errors(*case, n))
 
 

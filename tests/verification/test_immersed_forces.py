@@ -90,7 +90,7 @@ class ControlVolume:
                 + across_y(flux[i][1], jb) - across_y(flux[i][1], ja)
                 for i in range(2)
             ]
-        )  # fmt: skip
+        )
 
     def velocity_outflux(self) -> np.ndarray:
         """∮ (u_i u_j - 2 ν S_ij) n_j dS of the current velocity."""
@@ -115,7 +115,7 @@ def forces(n: int, end: float = 5.0):
     nx, ny = n, n // 2
     text = CASE.format(nx=nx, ny=ny, length=LENGTH, height=HEIGHT, dz=LENGTH / nx, nu=NU)
     solver = IncompressibleSolver.from_case(config.parse(text, "cv.toml"), MPI.COMM_SELF,
-                                            "estimate")  # fmt: skip
+                                            "estimate")
     spin = immersed.RigidMotion((*CENTRE, 0.0), (0.0, 0.0, 1.0), SPIN)
     body = immersed.CircularCylinder((*CENTRE, 0.0), RADIUS, (0.0, 0.0, 1.0), spin)
     solver.immerse([body])

@@ -123,7 +123,7 @@ def test_an_oscillating_body_gives_the_same_flow_and_loads_on_any_rank_count():
         for _ in range(6):
             plate.step(0.002)
         fields = [plate.decomposition.gather_global(plate.halo.interior(getattr(plate, name)),
-                                                    "y") for name in "uvp"]  # fmt: skip
+                                                    "y") for name in "uvp"]
         results.append((fields, plate.body_loads.copy()))
         plate.free()
         plate.decomposition.free()

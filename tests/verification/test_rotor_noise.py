@@ -27,7 +27,7 @@ OMEGA, BLADES = 4.0, 5
 def frozen_fan(comm, exchange: str = "auto"):
     """The fan's flow after a few steps, and its case."""
     case = config.parse(FAN.format(parallel=f"[parallel]\nproc_grid = [{comm.size}, 1]")
-                        + NOISE + f'exchange = "{exchange}"\n', "fan.toml")  # fmt: skip
+                        + NOISE + f'exchange = "{exchange}"\n', "fan.toml")
     fan = CylindricalSolver.from_case(case, comm, "estimate")
     for _ in range(3):
         fan.step(0.01)

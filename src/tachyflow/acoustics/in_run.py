@@ -64,7 +64,7 @@ def observers_of(section: AcousticsSection) -> tuple[list[str], np.ndarray, np.n
         angles, points = arc_observers(
             section.arc_radius, section.arc_plane, section.arc_start, section.arc_stop,
             section.arc_count, section.arc_centre,
-        )  # fmt: skip
+        )
         names += [f"arc-{angle:g}" for angle in angles]
         positions = np.concatenate([positions, points])
     return names, positions, angles
@@ -124,7 +124,7 @@ class InRunAcoustics:
             decomposition, solver.grid, solver.halo, self.surface.centres,
             self.surface.normals, destination, method=section.exchange, sync=section.sync,
             sources=PermeableSourceTerms(section.rho0, section.p0),
-        )  # fmt: skip
+        )
         self.share = panel_share(count, rank, size)
         self.start = solver.time
         distances = np.linalg.norm(observers[:, None, :] - self.surface.centres[None], axis=2)
@@ -133,7 +133,7 @@ class InRunAcoustics:
             observers, times, c0=section.c0,
             rho0=section.rho0, p0=section.p0, permeable=True, comm=decomposition.comm,
             time_order=section.time_order, interpolation=section.interpolation,
-        )  # fmt: skip
+        )
         self.accumulator = self.fwh.accumulator(self.surface.areas[self.share])
         self._positions = self.surface.centres[self.share][None]
         self._still = np.zeros_like(self._positions)
@@ -158,7 +158,7 @@ class InRunAcoustics:
         local = np.zeros_like(self._gathered)
         local[self.exchange.mine] = terms
         collectives.reduce(self.decomposition.comm, local.ravel(), "sum", 0, "native",
-                           out=self._gathered.ravel())  # fmt: skip
+                           out=self._gathered.ravel())
         if self._series is not None:
             self._series.write(
                 solver.time,

@@ -87,7 +87,7 @@ def read_observers(path) -> ObserverSetup:
     return ObserverSetup(
         names, np.array(positions), angles, document.c0, document.rho0, document.permeable,
         document.samples, document.time_order, document.interpolation,
-    )  # fmt: skip
+    )
 
 
 def arc_observers(radius, plane, start, stop, count, centre=(0.0, 0.0, 0.0)):

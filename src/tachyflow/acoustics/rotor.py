@@ -93,7 +93,7 @@ class RotorNoise:
                 np.mod(np.arctan2(samples[:, 2], samples[:, 1]), grid.lengths[2]),
             ],
             axis=1,
-        )  # fmt: skip
+        )
         rank, ranks = decomposition.rank, decomposition.size
         destination = np.empty(count, dtype=np.int64)
         for owner in range(ranks):
@@ -101,7 +101,7 @@ class RotorNoise:
         self.exchange = NoiseSourceExchange(
             decomposition, grid, solver.halo, polar, normals, destination,
             method=section.exchange, sync=section.sync, sources=SurfacePressureTerms(),
-        )  # fmt: skip
+        )
         share = panel_share(count, rank, ranks)
         self.centres, self.normals = centres[share], normals[share]
         self.centrifugal = 0.5 * self.rotation**2 * radii[share] ** 2
@@ -117,7 +117,7 @@ class RotorNoise:
             observers, times, c0=section.c0, rho0=section.rho0, permeable=False,
             comm=decomposition.comm, time_order=section.time_order,
             interpolation=section.interpolation,
-        )  # fmt: skip
+        )
         areas = mesh.area_faces[share]
         self.accumulator = self.fwh.accumulator(np.tile(areas, self.copies))
         self.last_time = self.start

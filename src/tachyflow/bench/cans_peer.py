@@ -90,7 +90,7 @@ def input_namelist(
         nx=nx, ny=ny, nz=nz, lx=float(lx), ly=float(ly), lz=float(lz),
         gr=2.0 * float(stretching), dt=float(dt), visci=1.0 / float(viscosity),
         bulk=float(bulk_velocity), steps=steps, p_row=proc_grid[0], p_col=proc_grid[1],
-    )  # fmt: skip
+    )
 
 
 def parse_log(text: str) -> dict:

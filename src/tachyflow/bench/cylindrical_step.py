@@ -65,7 +65,7 @@ def run_cylindrical_step_benchmark(
     ours = overlap.candidates(
         OURS, lambda: pipe.step(steps["pipe"][1]), healthy["pipe"],
         overlap.switch_of(pipe, "theta_overlap"), overlapped_by_default=True,
-    )  # fmt: skip
+    )
     measure(
         document,
         [
@@ -77,7 +77,7 @@ def run_cylindrical_step_benchmark(
         repeats,
         0,
         f"cylindrical step {'x'.join(map(str, decomposition.global_shape))}",
-    )  # fmt: skip
+    )
     overlap.record(document, OURS, overlapped_by_default=True)
     phases = {}
     for name, (solver, _) in steps.items():

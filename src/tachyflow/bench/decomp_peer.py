@@ -190,4 +190,4 @@ def candidates(folder, shape, proc_grid, lengths, comm):
         candidate(SOLVE_NAME, "poisson", "poisson_error",
                   "r2c FFT, divide by the periodic FD eigenvalues, c2r"),
         candidate(ROUNDTRIP_NAME, "roundtrip", "roundtrip_error", "r2c FFT, 1/N, c2r"),
-    ], connection.close, None  # fmt: skip
+    ], connection.close, None

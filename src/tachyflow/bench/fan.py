@@ -79,11 +79,11 @@ def run_fan_benchmark(
         Candidate(f"tachyflow-fan-noise-{method}", noises[method].sample,
                   bool(np.allclose(loads[method], reference, rtol=1e-12, atol=1e-14)))
         for method in METHODS
-    ]  # fmt: skip
+    ]
     params = grid_params(
         fan.decomposition, repeats, warmup, case="axial-fan", dt=dt,
         panels=len(fan.bodies[0].mesh.faces), copies=fan.grid.sectors,
-    )  # fmt: skip
+    )
     document = new_results("fan", params, comm)
     for noise in noises.values():
         noise.sample()  # warm-up: the first sample compiles the FW-H kernels
@@ -91,7 +91,7 @@ def run_fan_benchmark(
     fan.poisson.timer.seconds.clear()
     steps_before = fan.steps
     measure(document, candidates, comm, repeats, 0,
-            f"axial fan {'x'.join(map(str, global_shape))}")  # fmt: skip
+            f"axial fan {'x'.join(map(str, global_shape))}")
     timed = {entry["name"]: entry for entry in document["results"] + document["peers"]}
     step = timed["tachyflow-fan-step"]
     phases = {}
@@ -112,7 +112,7 @@ def run_fan_benchmark(
             "noise_phases_per_sample": phases,
         }
         measured = _measured_costs(fan, noises, phases, step["median"], fan.steps - steps_before,
-                                   repeats)  # fmt: skip
+                                   repeats)
         model = fan_model.FanScalingModel(measured, profile, core_speed, ranks_per_link)
         document["model"]["scaling"] = {**model.describe(), **model.scaling()}
         document["model"]["exchange_statistics"] = {
@@ -136,7 +136,7 @@ def _measured_costs(fan, noises, phases, step_seconds, steps, repeats):
     traffic = fan_model.step_traffic(
         decomposition.p_row, decomposition.p_col,
         slabs=fan.poisson.slabs and not fan.poisson.overlap,
-    )  # fmt: skip
+    )
     field = decomposition.zeros("y")
 
     velocity = [fan.halo.allocate() for _ in range(3)]  # scratch: the run's ghosts stay
@@ -188,7 +188,7 @@ def plot(document: dict, path):
     if scaling:
         plot_scaling(scaling, scaling_path(path))
     return plot_samples(document, path, grid_title(document, "Axial fan: step and noise"),
-                        "time [ms]")  # fmt: skip
+                        "time [ms]")
 
 
 def scaling_path(path) -> Path:
@@ -215,7 +215,7 @@ def plot_scaling(scaling: dict, path) -> Path:
             axis.plot(ranks, line["speedup"], marker="o", label=f"model, {label}")
         paper = some["paper"]
         axis.plot([paper["base"], paper["ranks"]], [1.0, paper["value"]], "k*", markersize=11,
-                  label="Kwon, Park & Choi (measured)")  # fmt: skip
+                  label="Kwon, Park & Choi (measured)")
         axis.set_xscale("log", base=2)
         axis.set_yscale("log", base=2)
         axis.set_yticks(some["ideal"], [f"{value:g}" for value in some["ideal"]])

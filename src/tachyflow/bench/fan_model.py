@@ -88,7 +88,7 @@ PAPER = {
     "noise": {"cells": 46e6, "sources": 67_000, "ranks": (16, 32, 64, 128),
               "speedup": {"ranks": 128, "base": 16, "value": 6.0}},
     "type_speedup_over_A": {"B": 1.74, "C": 2.97},
-}  # fmt: skip
+}
 TYPES = {"A": "put", "B": "aggregated-put", "C": "source-put"}
 DEFAULT_PROFILE = "infiniband-qdr"
 SUBSTEPS = 3  # of the low-storage RK3
@@ -238,7 +238,7 @@ class FanScalingModel:
         self.exchange = exchange or ExchangeTraffic()
         resolved = resolve_profile(profile)
         self.profile = MachineProfile(_shared_link(resolved.model, ranks_per_link),
-                                      resolved.calibration)  # fmt: skip
+                                      resolved.calibration)
 
     def shape(self, cells: float) -> tuple[float, float, float]:
         """A grid of ``cells`` cells with the measured grid's proportions."""
@@ -271,7 +271,7 @@ class FanScalingModel:
             + traffic.column_complex * self.alltoall(p_row, spectrum)
         )
         faces = [(nr + 2) * (nt / p_col + 2) if p_row > 1 else 0.0,
-                 (nx / p_row + 2) * (nr + 2) if p_col > 1 else 0.0]  # fmt: skip
+                 (nx / p_row + 2) * (nr + 2) if p_col > 1 else 0.0]
         halos = sum(
             2 * traffic.velocity_halos * self._message(3 * face * REAL_BYTES)
             + 2 * traffic.pressure_halos * self._message(face * REAL_BYTES)
@@ -428,7 +428,7 @@ def _shared_link(model, ranks_per_link: int):
         return model
     if hasattr(model, "beta_large") and model.two_regimes:
         return dataclasses.replace(model, beta=model.beta * ranks_per_link,
-                                   beta_large=model.beta_large * ranks_per_link)  # fmt: skip
+                                   beta_large=model.beta_large * ranks_per_link)
     if hasattr(model, "beta_large"):
         return dataclasses.replace(model, beta=model.beta * ranks_per_link)
     return dataclasses.replace(model, G=model.G * ranks_per_link)

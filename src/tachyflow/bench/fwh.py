@@ -175,7 +175,7 @@ SCHEMES = {
         {"add": 8, "mul": 4, "div": 0, "sqrt": 0},
         2 * (3 * 8 + 1),
     ),
-}  # fmt: skip
+}
 
 # Machine probes: sizes fixed, each call a few tens of milliseconds on a current core.
 FMA_LENGTH, FMA_SWEEPS = 512, 8000  # 4 KiB, in L1
@@ -311,7 +311,7 @@ def _case(panels: int, observers: int, steps: int) -> dict:
     normal_speed = (
         MACH * C0 * np.sin(2.0 * np.pi * FREQUENCY * times)[:, None]
         * (1.0 + 0.5 * surface.normals[:, 0])[None, :]
-    )  # fmt: skip
+    )
     return {
         "times": times,
         "positions": np.ascontiguousarray(np.broadcast_to(surface.centres, shape)),
@@ -338,7 +338,7 @@ def _kernel_arguments(case: dict, time_order: int) -> tuple:
         source_derivative(load, times, time_order), mach,
         source_derivative(mach, times, time_order), case["observers"], C0, RHO0,
         0.5 * np.sqrt(case["areas"]), observer_times[0], grid_step,
-    )  # fmt: skip
+    )
 
 
 def operation_counts(
@@ -417,7 +417,7 @@ def _verified(scheme: Scheme, case: dict, signals: tuple, bad) -> bool:
     ).solve(
         case["times"], case["positions"], case["normals"], case["areas"],
         case["surface_velocity"], case["pressure"],
-    )  # fmt: skip
+    )
     return bool(bad[0] < 0) and all(
         np.allclose(ours, theirs, rtol=1e-9, atol=1e-12 * np.abs(theirs).max())
         for ours, theirs in zip(signals, (reference.thickness, reference.loading), strict=True)
@@ -500,7 +500,7 @@ def run_fwh_benchmark(
         scheme = SCHEMES[name]
         counts = operation_counts(scheme, npanel, observers, steps, samples)
         entry = {"name": name, "kernel": scheme.kernel.__name__, **scheme.options,
-                 "verified": verified[name]}  # fmt: skip
+                 "verified": verified[name]}
         if verified[name]:
             entry.update(summarize(timings[name]))
             entry["integrands_per_second"] = counts["integrands"] / entry["median"]

@@ -62,7 +62,6 @@ BENCHMARK = "insitu"
 #: name -> (mode, queue full policy, readers, reader kind, where SST's threads run, the
 #: stream's precision or None for ``--transit-precision``); readers are fast, slow
 #: (``--delay`` seconds per step) or receive only (take steps, draw nothing)
-# fmt: off
 VARIANTS = {
     "none": (None, None, 0, "fast", "spare-cores", None),
     "in situ": ("insitu", None, 0, "fast", "spare-cores", None),
@@ -80,7 +79,6 @@ VARIANTS = {
     "transit Block, 2 readers": ("transit", "Block", 2, "fast", "spare-cores", None),
     "transit Block, slow reader": ("transit", "Block", 1, "slow", "spare-cores", None),
 }
-# fmt: on
 #: Seconds a reader may take to finish once the run has ended: an attached reader sees the
 #: stream's end at once and has at most its queue of steps left to draw.
 READER_GRACE = 120.0
@@ -90,7 +88,7 @@ QUEUE_LIMIT = 4
 
 def case_text(grid: int, steps: int, every: int, mode: str | None, policy: str | None,
               precision: str = "double", threads: str = "spare-cores",
-              duty_cycle: tuple[int, int] = (0, 0)) -> str:  # fmt: skip
+              duty_cycle: tuple[int, int] = (0, 0)) -> str:
     """A Taylor–Green case with an isosurface and a slice every ``every`` steps (in transit:
     the stream's values in ``precision``, SST's threads placed by ``threads``; both only
     in the windows of ``duty_cycle`` when it is not (0, 0))."""
@@ -173,7 +171,7 @@ def finish_readers(name: str, processes, grace: float) -> None:
 
 def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, every: int,
                 delay: float, timeout: float, pin: bool = False, precision: str = "double",
-                duty_cycle: tuple[int, int] = (0, 0)) -> dict:  # fmt: skip
+                duty_cycle: tuple[int, int] = (0, 0)) -> dict:
     """One run of a set-up (with its readers); its measurements. With ``pin`` the ranks
     are bound to a core each and the readers to the cores left (so that a reader never
     takes a core from a rank where there are enough)."""
@@ -206,13 +204,13 @@ def run_variant(name: str, folder: Path, ranks: int, grid: int, steps: int, ever
         reader_processes.append(
             subprocess.Popen(_tachyflow(*command), env=environment, preexec_fn=bind_reader,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        )  # fmt: skip
+        )
     try:
         run = subprocess.run(
             _tachyflow("run", str(case), "-n", str(ranks), "-o", str(run_dir),
                        *(["--pin-cores"] if pin else [])),
             env=environment, capture_output=True, text=True, timeout=timeout,
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired:
         stop_processes(reader_processes)
         raise RuntimeError(
@@ -271,7 +269,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                          repeats: int = 3, delay: float = 0.5, variants=None,
                          timeout: float = 600.0, progress=None,
                          pin: bool = False, precision: str = "double",
-                         duty_cycle: tuple[int, int] = (0, 0)) -> dict:  # fmt: skip
+                         duty_cycle: tuple[int, int] = (0, 0)) -> dict:
     """Every set-up ``repeats`` times, interleaved; medians per set-up (see the module).
     With ``pin``, ranks and readers on cores of their own where there are enough (the
     cores are recorded in ``params["cores"]``); ``precision``: of the stream's values;
@@ -302,7 +300,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
         raise ValueError(f"precision must be one of {choices}, got {precision!r}")
     params = {"ranks": ranks, "grid": grid, "steps": steps, "every": every,
               "repeats": repeats, "delay": delay, "variants": names,
-              "transit_precision": precision, "duty_cycle": list(duty_cycle)}  # fmt: skip
+              "transit_precision": precision, "duty_cycle": list(duty_cycle)}
     if pin:
         rank_cores, reader_cores = split_cores(ranks, sorted(os.sched_getaffinity(0)))
         params["cores"] = {"ranks": rank_cores, "readers": reader_cores or "shared with ranks"}
@@ -318,7 +316,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                         progress(f"round {repeat + 1}/{repeats}: {name}")
                     started = clock.perf_counter()
                     entry = run_variant(name, Path(scratch), ranks, grid, steps, every, delay,
-                                        timeout, pin, precision, duty_cycle)  # fmt: skip
+                                        timeout, pin, precision, duty_cycle)
                     entry["wall"] = clock.perf_counter() - started
                     samples[name].append(entry)
             except (RuntimeError, KeyboardInterrupt) as error:
@@ -328,7 +326,7 @@ def run_insitu_benchmark(ranks: int = 2, grid: int = 64, steps: int = 60, every:
                 document["stopped"] = {"round": repeat + 1, "set_up": name,
                                        "reason": "interrupted" if interrupted else str(error),
                                        "interrupted": interrupted,
-                                       "rounds_completed": repeat}  # fmt: skip
+                                       "rounds_completed": repeat}
                 samples = {key: runs[:repeat] for key, runs in samples.items()}
                 break
     document["mpi"] = samples["none"][0]["mpi"]

@@ -49,7 +49,7 @@ def _piece_field(name: str, layout: PieceLayout) -> np.ndarray:
         *(np.arange(s, s + n, dtype=np.float64) for s, n in zip(layout.start, layout.shape,
                                                                   strict=True)),
         indexing="ij",
-    )  # fmt: skip
+    )
     return np.sin(0.1 * x + NAMES.index(name)) + 0.01 * y * z
 
 
@@ -116,7 +116,7 @@ def run_io_benchmark(
     def dd_write():
         if root:
             _dd(["if=/dev/zero", f"of={folder / 'dd.bin'}", "bs=8M",
-                 f"count={-(-nbytes // 2**23)}", "conv=fsync"])  # fmt: skip
+                 f"count={-(-nbytes // 2**23)}", "conv=fsync"])
 
     checkpoint = checkpoint_path(folder / "ckpt", 1)
 

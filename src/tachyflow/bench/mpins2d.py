@@ -96,7 +96,7 @@ def run_mpins2d_benchmark(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not isinstance(warmup, int) or warmup < 5:
         raise ValueError(f"warmup must be an integer >= 5 (the residual's reference), "
-                         f"got {warmup!r}")  # fmt: skip
+                         f"got {warmup!r}")
     if not (to_residual == 0 or 0 < to_residual < 1):
         raise ValueError(f"to_residual must be 0 (skip) or in (0, 1), got {to_residual!r}")
     cases = {method: case_at(cells, proc_grid, method) for method in METHODS}
@@ -129,12 +129,12 @@ def run_mpins2d_benchmark(
         Candidate(f"tachyflow-{method}", iterate(solver), _healthy(solver),
                   details={"method": method})
         for method, solver in solvers.items()
-    ]  # fmt: skip
+    ]
     before = {method: solver.steps for method, solver in solvers.items()}
     for solver in solvers.values():
         solver.clock.reset()
     measure(document, candidates, comm, repeats, 0, f"MPINS2D {section.cells[0]}x"
-            f"{section.cells[1]}, {iterations} iterations")  # fmt: skip
+            f"{section.cells[1]}, {iterations} iterations")
     for entry in document["results"]:
         solver = solvers[entry["method"]]
         done = max(solver.steps - before[entry["method"]], 1)

@@ -81,7 +81,7 @@ class NetworkPlan:
                 ("ping-pong", ["bench", "pingpong", "-n", ranks, *spread, "--max-size", largest,
                                "--repeats", "2" if self.quick else "3", "--no-peer", "-o", out]),
                 ("model fit", ["model", "fit", pingpong, "-o", str(self.profile(network))]),
-            ]  # fmt: skip
+            ]
         if "allreduce" in self.stages:
             fitted = "pingpong" in self.stages
             profile = ["--profile", str(self.profile(network))] if fitted else []
@@ -90,31 +90,31 @@ class NetworkPlan:
                                "--algos", "native,recursive-doubling,ring", "--sizes",
                                "8B:64KiB:8" if self.quick else "8B:4MiB:8", "--repeats",
                                "3", "--no-mpich-algorithms", *profile, "-o", out])
-            )  # fmt: skip
+            )
         if "npb" in self.stages:
             stages += [
                 (f"NPB {kernel.upper()}", ["bench", "npb", "--kernel", kernel, "--class",
                                            problem_class, "-n", ranks, *spread, "-o", out])
                 for kernel in NPB_KERNELS
-            ]  # fmt: skip
+            ]
         if "step" in self.stages:
             cells = "32" if self.quick else "96"
             stages.append(
                 ("channel step", ["bench", "step", "-n", ranks, *spread, "--grid", cells, cells,
                                   cells, "--repeats", "3", "--no-peer", "-o", out])
-            )  # fmt: skip
+            )
         if "unstructured" in self.stages:
             cells = "20000" if self.quick else "144000"
             stages.append(
                 ("unstructured", ["bench", "unstructured", "--cells", cells, "--ranks", ranks,
                                   *spread, "--petsc-grid", "0", "-o", out])
-            )  # fmt: skip
+            )
         if "mpins2d" in self.stages:
             stages.append(
                 ("MPINS2D", ["run", "rae2822", "-n", ranks, *spread, "--steps",
                              "20" if self.quick else "200", "-o",
                              str(self.folder(network) / "mpins2d")])
-            )  # fmt: skip
+            )
         return stages
 
 
@@ -316,7 +316,7 @@ def _trends(summaries: list[dict], slowdowns: dict[str, dict[str, float]]) -> di
         kernels = {
             name: value for name, value in slowdowns.get(network, {}).items()
             if name.startswith("NPB ")
-        }  # fmt: skip
+        }
         row: dict = {}
         if kernels and network != SHARED_MEMORY:
             worst = max(kernels, key=kernels.get)
@@ -353,11 +353,11 @@ def plot(document: dict, path):
             continue
         sizes, times = zip(*summary["pingpong"]["curve"], strict=True)
         curves.loglog(sizes, [s / t / 1e6 for s, t in zip(sizes, times, strict=True)],
-                      marker=".", label=summary["network"])  # fmt: skip
+                      marker=".", label=summary["network"])
     for name, profile in document.get("paper_profiles", {}).items():
         curves.axhline(profile["bandwidth"] / 1e6, linestyle=":", linewidth=1, color="grey")
         curves.annotate(f"{name} (Lee et al.)", (1, profile["bandwidth"] / 1e6), fontsize=7,
-                        color="grey", va="bottom")  # fmt: skip
+                        color="grey", va="bottom")
     curves.set_xlabel("message size [B]")
     curves.set_ylabel("one-way bandwidth [MB/s]")
     curves.set_title("ping-pong (NetPIPE)", fontsize=10)
@@ -383,7 +383,7 @@ def plot(document: dict, path):
     bars.set_xticks(
         [m + 0.4 - width / 2 for m in range(len(measurements))], measurements, rotation=30,
         ha="right", fontsize=7,
-    )  # fmt: skip
+    )
     bars.set_yscale("log")
     bars.axhline(1.0, color="black", linewidth=0.8)
     bars.set_ylabel("time / time on shared memory")

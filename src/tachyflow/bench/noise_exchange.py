@@ -270,7 +270,7 @@ def print_summary(document: dict, console) -> None:
         f"{params['repeats']} repeats (ms, slowest rank)"
     )
     headers = ("variant", "median", "pack", "comm", "unpack", "source", "msgs/rank", "KiB/rank",
-               "B/msg", "vs 2-sided")  # fmt: skip
+               "B/msg", "vs 2-sided")
     for column in headers:
         if column == "variant":
             table.add_column(column, no_wrap=True, min_width=20)

@@ -59,7 +59,7 @@ def plot(document: dict, path):
     speed.plot(ranks, [e["speedup"] for e in entries], marker="o", label="measured")
     if ranks:
         speed.plot(ranks, [r / ranks[0] for r in ranks], linestyle="--", color="grey",
-                   label="ideal")  # fmt: skip
+                   label="ideal")
     speed.set_ylabel(f"speedup over {ranks[0] if ranks else 1} rank(s)")
     efficiency.plot(ranks, [100 * e["efficiency"] for e in entries], marker="o")
     efficiency.axhline(100, linestyle="--", color="grey")

@@ -123,7 +123,7 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     pair = time_interleaved(
         {"fused": stepped(True), "separate kernels": stepped(False)}, comm, repeats, 1,
         description="fused velocity update",
-    )  # fmt: skip
+    )
     solver.fused = True
     fused = {name: summarize(samples) for name, samples in pair.items()}
     fused["speedup"] = fused["separate kernels"]["median"] / fused["fused"]["median"]
@@ -173,7 +173,7 @@ def beyond_step(solver, dt: float, comm, repeats: int, read_seconds: float) -> d
     timed = time_interleaved(
         {"checks": checks, "statistics": solver.statistics}, comm, repeats, 1,
         description="the iteration beyond the step",
-    )  # fmt: skip
+    )
     result = {}
     for name, samples in timed.items():
         result[name] = summarize(samples)
@@ -202,7 +202,7 @@ def pass_seconds(sources, targets, comm, repeats: int) -> dict[str, float]:
             "write": over_arrays(sources, targets, lambda _, target: target.fill(1.0)),
         },
         comm, repeats, 1, description="field passes",
-    )  # fmt: skip
+    )
     return {name: float(np.median(values)) / len(sources) for name, values in samples.items()}
 
 

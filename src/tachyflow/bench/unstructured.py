@@ -121,7 +121,7 @@ def laplacian_system(grid: int):
     boundary = finite_volume.boundary_transmissibilities(
         mesh.centroids, mesh.boundary_cells, mesh.boundary_areas, mesh.boundary_normals,
         mesh.boundary_centroids,
-    )  # fmt: skip
+    )
     n = mesh.n_cells
     matrix = finite_volume.assemble_rows(
         n, n, mesh.face_cells, faces, mesh.boundary_cells, boundary

@@ -29,7 +29,7 @@ from tachyflow.collectives.schedule import result_defined
 _SELECTION = (
     "SIMULATE_UP_TO", "Choice", "choose", "native_equivalent", "schedule_count",
     "segment_count",
-)  # fmt: skip
+)
 
 __all__ = [
     "SIMULATE_UP_TO",
@@ -165,7 +165,7 @@ def ibcast(
     return executor.start(
         comm, plan.schedule, buffer, None, plan.steps, plan.scratch,
         on_done=lambda: plans.PLANS.settle(plan.key),
-    )  # fmt: skip
+    )
 
 
 def reduce(
@@ -225,7 +225,7 @@ exscan = _reduction_to_all(
 def gather(
     comm, piece: np.ndarray, root: int = 0, algo: str = "auto", profile=None,
     explain: bool = False, out: np.ndarray | None = None,
-):  # fmt: skip
+):
     """Concatenate every rank's ``piece`` (same size everywhere) at ``root``, in rank order;
     returns the array of P pieces there (``out`` when given) and ``None`` elsewhere."""
     _check_buffer(piece, "piece")
@@ -252,7 +252,7 @@ def gather(
 def scatter(
     comm, pieces, out: np.ndarray, root: int = 0, algo: str = "auto", profile=None,
     explain: bool = False,
-):  # fmt: skip
+):
     """Hand piece i of ``pieces`` (read at ``root`` only: P pieces of ``out.size``
     elements, in rank order) to rank i, which receives it in ``out``; returns ``out``.
 
@@ -288,7 +288,7 @@ def scatter(
 def alltoall(
     comm, send: np.ndarray, algo: str = "auto", profile=None, explain: bool = False,
     out: np.ndarray | None = None,
-):  # fmt: skip
+):
     """Personalised exchange: block j of ``send`` (P equal blocks) goes to rank j; returns
     the P blocks received, block i from rank i (in ``out`` when given)."""
     _check_buffer(send, "send")

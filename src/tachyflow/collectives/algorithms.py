@@ -151,7 +151,7 @@ def bcast_two_path(size: int, count: int, root: int = 0, segments: int = 8) -> S
             yield step(
                 np.concatenate(sources), np.concatenate(targets), piece, piece + 1, False,
                 root, size,
-            )  # fmt: skip
+            )
 
     return Schedule("bcast", "two-path", size, count, root, split(count, segments), generate)
 

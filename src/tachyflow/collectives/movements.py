@@ -45,7 +45,7 @@ def gather_linear_nonblocking(size: int, count: int, root: int = 0, segments: in
         if size > 1:
             senders = np.arange(1, size)
             yield step(senders, np.zeros_like(senders), senders, senders + 1, False, root, size,
-                       one_to_one=size == 2)  # fmt: skip
+                       one_to_one=size == 2)
 
     return _pieces("gather", "linear-nonblocking", size, count, root, generate)
 
@@ -59,7 +59,7 @@ def gather_binomial(size: int, count: int, root: int = 0, segments: int = 1) -> 
         while distance < size:
             senders = np.arange(distance, size, 2 * distance)
             yield step(senders, senders - distance, senders,
-                       np.minimum(senders + distance, size), False, root, size)  # fmt: skip
+                       np.minimum(senders + distance, size), False, root, size)
             distance *= 2
 
     return _pieces("gather", "binomial", size, count, root, generate)
@@ -84,7 +84,7 @@ def scatter_linear_nonblocking(
         if size > 1:
             receivers = np.arange(1, size)
             yield step(np.zeros_like(receivers), receivers, receivers, receivers + 1, False,
-                       root, size, one_to_one=size == 2)  # fmt: skip
+                       root, size, one_to_one=size == 2)
 
     return _pieces("scatter", "linear-nonblocking", size, count, root, generate)
 
@@ -99,7 +99,7 @@ def scatter_binomial(size: int, count: int, root: int = 0, segments: int = 1) ->
             senders = np.arange(0, size - distance, 2 * distance)
             receivers = senders + distance
             yield step(senders, receivers, receivers,
-                       np.minimum(receivers + distance, size), False, root, size)  # fmt: skip
+                       np.minimum(receivers + distance, size), False, root, size)
             distance //= 2
 
     return _pieces("scatter", "binomial", size, count, root, generate)
@@ -120,7 +120,7 @@ def alltoall_pairwise(size: int, count: int, root: int = 0, segments: int = 1) -
         for shift in range(1, size):
             targets = ranks ^ shift if power_of_two else (ranks + shift) % size
             yield step(ranks, targets, targets, targets + 1, False, 0, size,
-                       landing=size + ranks)  # fmt: skip
+                       landing=size + ranks)
 
     return _blocks("pairwise", size, count, generate)
 
@@ -138,7 +138,7 @@ def alltoall_linear_nonblocking(
             sources = np.tile(ranks, size - 1)
             targets = (sources + np.repeat(shifts, size)) % size
             yield step(sources, targets, targets, targets + 1, False, 0, size,
-                       one_to_one=size == 2, landing=size + sources)  # fmt: skip
+                       one_to_one=size == 2, landing=size + sources)
 
     return _blocks("linear-nonblocking", size, count, generate)
 
@@ -167,19 +167,19 @@ def alltoall_bruck(size: int, count: int, root: int = 0, segments: int = 1) -> S
         yield step(ranks, ranks, ranks, size, False, 0, size, False, landing=area)
         rotated = ranks[1:]
         yield step(rotated, rotated, 0, rotated, False, 0, size, False,
-                   landing=area + size - rotated)  # fmt: skip
+                   landing=area + size - rotated)
         distance = 1
         while distance < size:
             runs = -(-(size - distance) // (2 * distance))
             yield step(ranks, (ranks + distance) % size, area + distance, area + 2 * distance,
-                       False, 0, size, repeats=runs, period=2 * distance)  # fmt: skip
+                       False, 0, size, repeats=runs, period=2 * distance)
             distance *= 2
         # Area block j came from rank i - j: put it in send-area slot (i - j) mod P, then
         # copy the send area into the receive area (no copy overlaps what it reads).
         sources = np.repeat(ranks, size)
         blocks = np.tile(ranks, size)
         yield step(sources, sources, area + blocks, area + blocks + 1, False, 0, size, False,
-                   landing=(sources - blocks) % size)  # fmt: skip
+                   landing=(sources - blocks) % size)
         yield step(ranks, ranks, 0, size, False, 0, size, landing=area)
 
     return Schedule("alltoall", "bruck", size, count, 0, bounds, generate)

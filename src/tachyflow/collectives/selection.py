@@ -119,7 +119,7 @@ def segment_count(
         effective = Hockney(
             model.alpha, model.beta + combine, threshold=model.threshold,
             alpha_large=model.alpha_large, beta_large=model.beta_large + combine,
-        )  # fmt: skip
+        )
     else:
         effective = Hockney(model.alpha, model.beta + combine)
     if algorithm == "two-path":

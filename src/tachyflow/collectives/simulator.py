@@ -70,7 +70,7 @@ class SimulationResult:
 def _advance(
     clock, receive_free, send_free, stamp, sending, receiving, path, index, source, target,
     first, stop, bounds, itemsize, message_bytes, terms, exchange, local, sigma,
-):  # pragma: no cover  (compiled)  # fmt: skip
+):  # pragma: no cover  (compiled)
     """Move clocks and critical paths over one step (messages in their listed order).
 
     Message sizes come from ``message_bytes`` when it is not empty, else from the segment
@@ -377,7 +377,7 @@ def simulate(
             source, target, first, stop, bounds, itemsize,
             NO_SIZES if sizes is None else sizes, terms, float(model.exchange),
             local, float(sigma),
-        )  # fmt: skip
+        )
         if tracker is not None:
             tracker.apply(item, index)
         steps += 1

@@ -38,7 +38,7 @@ class Acoustics(Command):
         solver = FWHSolver(
             setup.positions, window, c0=setup.c0, rho0=setup.rho0, permeable=setup.permeable,
             comm=comm, time_order=setup.time_order, interpolation=setup.interpolation,
-        )  # fmt: skip
+        )
         signals = offline.predict(solver, data, share)
         if not runtime.is_root():
             return 0

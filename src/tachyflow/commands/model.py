@@ -200,7 +200,7 @@ class Fit(Command):
         model = Hockney(
             model.alpha, model.beta, name, *costs, threshold=model.threshold,
             alpha_large=model.alpha_large, beta_large=model.beta_large,
-        )  # fmt: skip
+        )
         _print_fit("Hockney", model, quality)
         loggp, why_not = None, "the measurements have no PRTT round trips (`bench pingpong` has)"
         records = read_prtt(args.measurements)

@@ -58,7 +58,7 @@ class SolvePressure(Command):
                 ),
             ).to_toml(),
             "<solve-pressure arguments>",
-        )  # fmt: skip
+        )
         simulation = Simulation(case, args.output, runtime.world())
         simulation.run()
         summary = simulation.solver.summary

@@ -23,16 +23,16 @@ class TransitRender(Command):
         parser.add_argument(
             "--timeout", type=options.positive_float, default=None,
             help="seconds to wait for the run and for each step (default: no limit)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--delay", type=options.non_negative_float, default=0.0,
             help="extra seconds per step (stands for a slow reader)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--receive-only", action="store_true",
             help="take every step and draw nothing: what streaming costs the run without "
             "the drawing (benchmarks)",
-        )  # fmt: skip
+        )
         parser.add_argument("-o", "--output", default=None, help="folder of the pictures")
 
     def run(self, args) -> int:
@@ -43,7 +43,7 @@ class TransitRender(Command):
         summary = render_in_transit(
             args.run_dir, comm.Get_rank(), comm.Get_size(), args.timeout, args.delay, args.output,
             draw=not args.receive_only,
-        )  # fmt: skip
+        )
         print(
             f"reader {summary['reader']}: {summary['steps']} steps, {summary['drawn']} pictures, "
             f"{summary['skipped']} skipped, end: {summary['end']}",

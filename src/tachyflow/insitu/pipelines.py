@@ -204,7 +204,7 @@ class SlicePipeline(Pipeline):
             whole, self._picture(folder, step), field=section.field,
             colour_map=section.colour_map, value_range=self.value_range, title=self._title(),
             step=step, time=time,
-        )  # fmt: skip
+        )
 
 
 @register_pipeline("isosurface")
@@ -232,7 +232,7 @@ class IsosurfacePipeline(Pipeline):
             whole, self._picture(folder, step), field=section.colour_by or section.field,
             colour_map=section.colour_map, value_range=self.value_range, bounds=box,
             title=f"{self._title()} = {section.value:g}", step=step, time=time,
-        )  # fmt: skip
+        )
 
 
 @register_pipeline("probes")

@@ -78,10 +78,10 @@ def _rasterise(x, y, values, x0, y0, dx, dy, piece):  # pragma: no cover - compi
             # The quad (i, j), (i+1, j), (i+1, j+1), (i, j+1) as two triangles.
             _triangle(x[i, j], y[i, j], values[i, j], x[i + 1, j], y[i + 1, j],
                       values[i + 1, j], x[i + 1, j + 1], y[i + 1, j + 1], values[i + 1, j + 1],
-                      x0, y0, dx, dy, piece)  # fmt: skip
+                      x0, y0, dx, dy, piece)
             _triangle(x[i, j], y[i, j], values[i, j], x[i + 1, j + 1], y[i + 1, j + 1],
                       values[i + 1, j + 1], x[i, j + 1], y[i, j + 1], values[i, j + 1],
-                      x0, y0, dx, dy, piece)  # fmt: skip
+                      x0, y0, dx, dy, piece)
 
 
 @kernel
@@ -113,10 +113,10 @@ def check_window(window) -> tuple[float, float, float, float]:
         x_min, x_max, y_min, y_max = (float(v) for v in window)
     except (TypeError, ValueError):
         raise ValueError(f"window must be 4 numbers (x_min, x_max, y_min, y_max), got "
-                         f"{window!r}") from None  # fmt: skip
+                         f"{window!r}") from None
     if not all(np.isfinite((x_min, x_max, y_min, y_max))) or x_min >= x_max or y_min >= y_max:
         raise ValueError(f"window must be finite with x_min < x_max and y_min < y_max, got "
-                         f"{window!r}")  # fmt: skip
+                         f"{window!r}")
     return x_min, x_max, y_min, y_max
 
 

@@ -90,14 +90,14 @@ def render_in_transit(
     run_dir = Path(run_dir)
     folder = Path(output) if output is not None else run_dir / "transit-images"
     summary = {"reader": rank, "readers": size, "steps": 0, "drawn": 0, "skipped": 0,
-               "seconds": {"wait": 0.0, "render": 0.0, "delay": 0.0}, "end": None}  # fmt: skip
+               "seconds": {"wait": 0.0, "render": 0.0, "delay": 0.0}, "end": None}
 
     def stop(signum, frame):
         raise _Stop
 
     # One reader of each index per picture folder: two would draw into the same files.
     lock = RunFolderLock(folder, f".tachyflow-transit-reader-{rank}.lock",
-                         f"transit-render reader {rank}")  # fmt: skip
+                         f"transit-render reader {rank}")
     previous = signal.signal(signal.SIGTERM, stop)
     reader = None
     renderer = None

@@ -194,7 +194,7 @@ class _Feed:
             pass_fds=(states_write, detach_read),
             # Its own session: Ctrl-C in the viewer's terminal must not reach it (see _let_go).
             start_new_session=True,
-        )  # fmt: skip
+        )
         os.close(states_write)
         os.close(detach_read)
         self._states = Connection(states_read, writable=False)

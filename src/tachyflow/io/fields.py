@@ -118,7 +118,7 @@ class FieldWriter:
         start = [layout.start[2], layout.start[1], layout.start[0] + first]
         block = np.ascontiguousarray(slab.transpose(2, 1, 0))
         self._stream.write(name, block, list(reversed(layout.global_shape)), start,
-                           list(block.shape))  # fmt: skip
+                           list(block.shape))
         self._stream.engine.perform_data_write()
 
     def _write_coordinates(self) -> None:
@@ -176,7 +176,7 @@ def trim_series(path, last_step: int) -> None:
                 for name, attribute in source.available_attributes().items():
                     value = source.read_attribute(name)
                     target.write_attribute(name, value if attribute["Type"] != "string"
-                                           else str(value))  # fmt: skip
+                                           else str(value))
             for name, variable in source.available_variables().items():
                 shape = [int(n) for n in variable["Shape"].split(",")] if variable["Shape"] else []
                 if len(shape) != 3:

@@ -24,7 +24,7 @@ def new_figure(**options):
 
 _SUBPLOT_OPTIONS = (
     "sharex", "sharey", "squeeze", "width_ratios", "height_ratios", "subplot_kw", "gridspec_kw",
-)  # fmt: skip
+)
 
 
 def new_subplots(nrows: int = 1, ncols: int = 1, **options):

@@ -40,7 +40,7 @@ class AppendedTable:
     """
 
     def __init__(self, path, columns, restarted: bool = False, first_step: int = 0,
-                 step_column: str = "step"):  # fmt: skip
+                 step_column: str = "step"):
         import csv
 
         path = Path(path)

@@ -201,7 +201,7 @@ class UnstructuredMesh:
             for name, values in (cell_data or {}).items():
                 data[name].append(np.asarray(values)[order[low:high]])
         used, compact = np.unique(np.concatenate([c.ravel() for _, c in blocks]),
-                                  return_inverse=True)  # fmt: skip
+                                  return_inverse=True)
         sizes = np.cumsum([0] + [c.size for _, c in blocks])
         renumbered = [
             (kind, compact[a:b].reshape(c.shape))

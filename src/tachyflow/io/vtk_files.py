@@ -48,7 +48,7 @@ def _piece_dataset(grid, layout):
         faces[first : first + count + 1]
         for faces, first, count in zip(_face_coordinates(grid), layout.start, layout.shape,
                                        strict=True)
-    ]  # fmt: skip
+    ]
     extent = [
         bound for s, n in zip(layout.start, layout.shape, strict=True) for bound in (s, s + n)
     ]

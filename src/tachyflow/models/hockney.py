@@ -210,7 +210,7 @@ def fit_two_regimes(sizes, times, name: str = "fit") -> tuple[Hockney, dict]:
         model = Hockney(
             small.alpha, small.beta, name, threshold=threshold,
             alpha_large=large.alpha, beta_large=large.beta,
-        )  # fmt: skip
+        )
         relative = (model.message_time(sizes) - times) / times
         rms = float(np.sqrt(np.mean(relative**2)))
         if (

@@ -633,7 +633,7 @@ WAKE_SPACING_GROWTH = 2.0
 
 
 def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
-                      intervals_per_cell: int = 1) -> np.ndarray:  # fmt: skip
+                      intervals_per_cell: int = 1) -> np.ndarray:
     """Re-space the nodes along the grid lines leaving the wake cut so that the first cells
     off the cut are no flatter than ``aspect_ratio``.
 
@@ -679,10 +679,10 @@ def open_wake_spacing(nodes: np.ndarray, wake_nodes: int, aspect_ratio: float,
         for line in (i, ni - i):
             points = nodes[line, : rows + 1]
             arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0),
-                                                                  axis=1))])  # fmt: skip
+                                                                  axis=1))])
             marched = arc[1]
             height = min(marched * growth ** (n + 1), length_along / aspect_ratio,
-                         0.25 * arc[-1] / rows)  # fmt: skip
+                         0.25 * arc[-1] / rows)
             if height <= marched:
                 continue
             last = (arc[-1] - arc[-2]) / arc[-1]

@@ -95,21 +95,21 @@ class BladeDesign:
             raise ValueError(f"blade chord must be positive at root and tip, got {self.chord}")
         if not 0 < self.thickness < 0.5:
             raise ValueError(f"blade thickness must be in (0, 0.5) of the chord, got "
-                             f"{self.thickness!r}")  # fmt: skip
+                             f"{self.thickness!r}")
         if not 0 < self.camber_position < 1 or not all(0 <= f < 0.2 for f in self.camber):
             raise ValueError(f"blade camber must be in [0, 0.2) at a position in (0, 1), got "
-                             f"{self.camber} at {self.camber_position!r}")  # fmt: skip
+                             f"{self.camber} at {self.camber_position!r}")
         if self.section not in SECTIONS:
             raise ValueError(f"blade section must be one of {sorted(SECTIONS)}, got "
-                             f"{self.section!r}")  # fmt: skip
+                             f"{self.section!r}")
         if not all(0 <= lift <= 3 for lift in self.design_lift):
             raise ValueError(f"blade design lift coefficients must be in [0, 3], got "
-                             f"{self.design_lift}")  # fmt: skip
+                             f"{self.design_lift}")
         if self.hand not in (1, -1):
             raise ValueError(f"blade hand must be 1 or -1, got {self.hand!r}")
         if self.stations < 2 or self.points < 8:
             raise ValueError(f"a blade needs >= 2 stations and >= 8 points per side, got "
-                             f"{self.stations}, {self.points}")  # fmt: skip
+                             f"{self.stations}, {self.points}")
 
     def triangles(self) -> tuple[np.ndarray, np.ndarray]:
         """Vertices (n, 3) in Cartesian (x, y = r cos θ, z = r sin θ) and faces (m, 3),

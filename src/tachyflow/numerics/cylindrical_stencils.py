@@ -86,7 +86,7 @@ def _divergence(u, q, w, rc, width, dx, dt, scale, out, rows):  # pragma: no cov
 
 
 def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None,
-               rows=None):  # fmt: skip
+               rows=None):
     """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing), into ``out`` (a
     new array if None); returns it. With ``rows`` (shape ``(nx, nr)``), the same pass also
     writes there ``Σ_θ u`` of each owned (x, r) row (the bulk velocity's parts)."""
@@ -118,14 +118,14 @@ def _subtract_gradient(
 
 def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float,
                       shift=None, total=None, weight: float = 0.0,
-                      fresh: bool = False):  # fmt: skip
+                      fresh: bool = False):
     """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0); with
     ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass; with
     ``total`` (the owned shape), ``total += weight * p`` at the owned cells, or
     ``total = weight * p`` where ``fresh``."""
     rc, rf, _, gap = m.columns()
     _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift),
-                       owned_total(p, total), float(weight), bool(fresh))  # fmt: skip
+                       owned_total(p, total), float(weight), bool(fresh))
 
 
 @kernel(error_model="numpy")
@@ -164,7 +164,7 @@ def convective_rate(u, q, w, radii: np.ndarray, widths: np.ndarray, dx: float, d
     return float(
         _convective_rate(u, q, w, 1.0 / dx, 1.0 / radii, 1.0 / np.asarray(widths, np.float64),
                          1.0 / (radii * dt))
-    )  # fmt: skip
+    )
 
 
 def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarray:
@@ -233,7 +233,7 @@ def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pr
                 below = (
                     rf_down * 0.25 * (q[i, j - 1, k] + q[i, j - 1, k + 1])
                     * (w[i, j - 1, k] + w[i, j, k])
-                )  # fmt: skip
+                )
                 flux_r = (above - below) / ring
                 after = 0.5 * (w[i, j, k + 1] + w[i, j, k])
                 before = 0.5 * (w[i, j, k] + w[i, j, k - 1])
@@ -251,7 +251,7 @@ def _owned_array(ghosted_shape, out, components: int = 0) -> np.ndarray:
         return np.empty(shape)
     if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}, got "
-                         f"{out.dtype} {out.shape}")  # fmt: skip
+                         f"{out.dtype} {out.shape}")
     return out
 
 
@@ -333,7 +333,7 @@ def _viscous(
 def add_viscous(
     u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int, nu: float,
     explicit: np.ndarray, implicit: np.ndarray | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """The viscous terms of u, q and w at their owned points, in one pass: ``ν`` times what
     is advanced explicitly (the axial second derivative and the θ couplings of u_r and
     u_θ) is added to ``explicit``; ``ν`` times what is advanced implicitly (the radial and
@@ -359,7 +359,7 @@ def add_viscous(
     _viscous(
         u, q, w, *m.columns(), dx, dt, axis, omega, rows if core < 0 else core, float(nu),
         explicit, implicit,
-    )  # fmt: skip
+    )
     return implicit
 
 

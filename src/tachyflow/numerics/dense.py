@@ -31,11 +31,11 @@ def _function(module: str, name: str, *arguments):
 _dgemm = _function(
     "cython_blas", "dgemm", _char, _char, _int, _int, _int, _double, _double, _int, _double,
     _int, _double, _double, _int,
-)  # fmt: skip
+)
 _dtrsm = _function(
     "cython_blas", "dtrsm", _char, _char, _char, _char, _int, _int, _double, _double, _int,
     _double, _int,
-)  # fmt: skip
+)
 _dgetrf = _function("cython_lapack", "dgetrf", _int, _int, _double, _int, _int, _int)
 _dlaswp = _function("cython_lapack", "dlaswp", _int, _double, _int, _int, _int, _int, _int)
 
@@ -74,7 +74,7 @@ def gemm_update(c: np.ndarray, a: np.ndarray, b: np.ndarray, alpha: float = -1.0
         b"N", b"N", ctypes.byref(_i(m)), ctypes.byref(_i(n)), ctypes.byref(_i(k)),
         ctypes.byref(scale), pa, ctypes.byref(lda), pb, ctypes.byref(ldb), ctypes.byref(one),
         pc, ctypes.byref(ldc),
-    )  # fmt: skip
+    )
 
 
 def solve_unit_lower(lower: np.ndarray, b: np.ndarray) -> None:
@@ -91,7 +91,7 @@ def solve_unit_lower(lower: np.ndarray, b: np.ndarray) -> None:
     _dtrsm(
         b"L", b"L", b"N", b"U", ctypes.byref(_i(m)), ctypes.byref(_i(n)), ctypes.byref(one),
         pl, ctypes.byref(ldl), pb, ctypes.byref(ldb),
-    )  # fmt: skip
+    )
 
 
 def lu_factor_in_place(a: np.ndarray) -> tuple[np.ndarray, int]:
@@ -113,7 +113,7 @@ def lu_factor_in_place(a: np.ndarray) -> tuple[np.ndarray, int]:
     _dgetrf(
         ctypes.byref(_i(m)), ctypes.byref(_i(n)), pa, ctypes.byref(lda),
         pivots.ctypes.data_as(_int), ctypes.byref(info),
-    )  # fmt: skip
+    )
     if info.value < 0:
         raise ValueError(f"dgetrf rejected argument {-info.value}")
     return pivots.astype(np.int64) - 1, info.value - 1 if info.value > 0 else -1
@@ -134,4 +134,4 @@ def swap_rows(a: np.ndarray, first: int, pivots: np.ndarray) -> None:
     _dlaswp(
         ctypes.byref(_i(a.shape[1])), pa, ctypes.byref(lda), ctypes.byref(_i(first + 1)),
         ctypes.byref(_i(first + count)), ipiv.ctypes.data_as(_int), ctypes.byref(_i(1)),
-    )  # fmt: skip
+    )

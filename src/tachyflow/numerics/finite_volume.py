@@ -61,7 +61,7 @@ def assemble_rows(
     value = np.concatenate(
         (face_coefficients, face_coefficients, -face_coefficients, -face_coefficients,
          boundary_coefficients)
-    )  # fmt: skip
+    )
     keep = row < rows
     matrix = sparse.coo_matrix((value[keep], (row[keep], column[keep])), shape=(rows, columns))
     matrix = matrix.tocsr()

@@ -116,7 +116,7 @@ def _panel(
         l0, l1, l2, load_rate[k, i, 0], load_rate[k, i, 1], load_rate[k, i, 2],
         normal_flux[k, i], normal_flux_rate[k, i], m0 * m0 + m1 * m1 + m2 * m2,
         l0 * m0 + l1 * m1 + l2 * m2, areas[i] * (0.25 / np.pi),
-    )  # fmt: skip
+    )
 
 
 @kernel
@@ -210,7 +210,7 @@ def accumulate_retarded(  # pragma: no cover
     for k in range(nt):
         for i in range(npanel):
             panel = _panel(k, i, normal_flux, normal_flux_rate, load, load_rate, mach,
-                           mach_rate, areas)  # fmt: skip
+                           mach_rate, areas)
             y0, y1, y2 = positions[k, i, 0], positions[k, i, 1], positions[k, i, 2]
             for j in range(nobs):
                 d0, d1, d2 = observers[j, 0] - y0, observers[j, 1] - y1, observers[j, 2] - y2
@@ -238,7 +238,7 @@ def accumulate_retarded(  # pragma: no cover
 def _add_polynomial(  # pragma: no cover
     thickness, loading, j, nodes, thickness_values, loading_values, lower, cubic, grid_start,
     grid_step,
-):  # fmt: skip
+):
     """Add to observer ``j``'s samples in ``[nodes[lower], nodes[lower + 1])`` the
     polynomials through the values at the four ``nodes`` (``cubic``) or at the first three
     (quadratic)."""
@@ -263,11 +263,11 @@ def _add_polynomial(  # pragma: no cover
         thickness[j, q] += (
             w0 * thickness_values[0] + w1 * thickness_values[1]
             + w2 * thickness_values[2] + w3 * thickness_values[3]
-        )  # fmt: skip
+        )
         loading[j, q] += (
             w0 * loading_values[0] + w1 * loading_values[1]
             + w2 * loading_values[2] + w3 * loading_values[3]
-        )  # fmt: skip
+        )
 
 
 @kernel
@@ -320,7 +320,7 @@ def accumulate_retarded_cubic(  # pragma: no cover
     for k in range(nt):
         for i in range(npanel):
             panel = _panel(k, i, normal_flux, normal_flux_rate, load, load_rate, mach,
-                           mach_rate, areas)  # fmt: skip
+                           mach_rate, areas)
             y0, y1, y2 = positions[k, i, 0], positions[k, i, 1], positions[k, i, 2]
             for j in range(nobs):
                 d0, d1, d2 = observers[j, 0] - y0, observers[j, 1] - y1, observers[j, 2] - y2
@@ -338,11 +338,11 @@ def accumulate_retarded_cubic(  # pragma: no cover
                 if before >= 3:
                     _add_polynomial(thickness, loading, j, (t0, t1, t2, arrival),
                                     (a0, a1, a2, p_t), (b0, b1, b2, p_l), 1, True, grid_start,
-                                    grid_step)  # fmt: skip
+                                    grid_step)
                 elif before == 2:
                     _add_polynomial(thickness, loading, j, (t1, t2, arrival, 0.0),
                                     (a1, a2, p_t, 0.0), (b1, b2, p_l, 0.0), 0, False, grid_start,
-                                    grid_step)  # fmt: skip
+                                    grid_step)
                 past_t[i, j, 0], past_t[i, j, 1], past_t[i, j, 2] = t1, t2, arrival
                 past_p[i, j, 0], past_p[i, j, 1], past_p[i, j, 2] = a1, a2, p_t
                 past_l[i, j, 0], past_l[i, j, 1], past_l[i, j, 2] = b1, b2, p_l
@@ -353,7 +353,7 @@ def accumulate_retarded_cubic(  # pragma: no cover
 def finish_retarded_cubic(  # pragma: no cover
     past_arrival, past_thickness, past_loading, arrivals, grid_start, grid_step, thickness,
     loading,
-):  # fmt: skip
+):
     """Add each pair's last interval, the quadratic through its last three arrivals (pairs
     with fewer than three arrivals add nothing); arguments as for
     :func:`accumulate_retarded_cubic`."""
@@ -366,4 +366,4 @@ def finish_retarded_cubic(  # pragma: no cover
                 thickness_values = (past_p[i, j, 0], past_p[i, j, 1], past_p[i, j, 2], 0.0)
                 loading_values = (past_l[i, j, 0], past_l[i, j, 1], past_l[i, j, 2], 0.0)
                 _add_polynomial(thickness, loading, j, nodes, thickness_values, loading_values,
-                                1, False, grid_start, grid_step)  # fmt: skip
+                                1, False, grid_start, grid_step)

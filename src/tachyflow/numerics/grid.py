@@ -137,7 +137,7 @@ class StaggeredGrid(WallNormalFaces):
             faces = tanh_faces(self.shape[1], self.lengths[1], self.stretching)
         elif self.stretching != 0:
             raise ValueError(f"a core and a stretching exclude each other, got {self.core!r} "
-                             f"and stretching = {self.stretching!r}")  # fmt: skip
+                             f"and stretching = {self.stretching!r}")
         else:
             faces = core_faces(self.shape[1], float(self.lengths[1]), *self.core)
         object.__setattr__(self, "faces_y", faces)

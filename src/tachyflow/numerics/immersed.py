@@ -149,7 +149,7 @@ class Body:
         where it is at a time (:meth:`placed`)."""
         if self.motion.moving:
             raise ValueError(f"{type(self).__name__} moves: its velocity is that of "
-                             f".placed(time)")  # fmt: skip
+                             f".placed(time)")
         return self.motion.velocity(points)
 
     def placed(self, time: float) -> Body:
@@ -257,7 +257,7 @@ class TriangulatedBody(Body):
 
         mesh = surface if isinstance(surface, trimesh.Trimesh) else trimesh.load(
             surface, force="mesh"
-        )  # fmt: skip
+        )
         if not mesh.is_watertight:
             raise ValueError(f"surface {surface!r} is not closed (watertight): no inside")
         mesh = mesh.copy()
@@ -274,7 +274,7 @@ class TriangulatedBody(Body):
         lower, upper = self.mesh.bounds
         margin = 0.05 * float(np.max(upper - lower))
         result = np.linalg.norm(np.maximum(lower - points, 0) + np.maximum(points - upper, 0),
-                                axis=1)  # fmt: skip
+                                axis=1)
         near = result < margin
         if near.any():  # trimesh: positive inside
             result[near] = -trimesh.proximity.signed_distance(self.mesh, points[near])

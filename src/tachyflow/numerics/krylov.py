@@ -117,7 +117,7 @@ def conjugate_gradient(
             raise ConvergenceError(
                 f"CG broke down (p·Ap = {pq:.3e}: the matrix is not positive definite)",
                 iterations=iteration, residual=history[-1], history=history,
-            )  # fmt: skip
+            )
         rz_new, rr = reduce(_cg_update(x, r, z, owned, q, inverse_diagonal, rz / pq))
         history.append(np.sqrt(rr) / norm_b)
         if np.sqrt(rr) <= limit:
@@ -127,7 +127,7 @@ def conjugate_gradient(
     raise ConvergenceError(
         "CG reached its iteration limit", iterations=max_iterations, residual=history[-1],
         history=history,
-    )  # fmt: skip
+    )
 
 
 def bicgstab(
@@ -169,7 +169,7 @@ def bicgstab(
             raise ConvergenceError(
                 "BiCGSTAB broke down (r0·v = 0 or ρ = 0)", iterations=iteration,
                 residual=history[-1], history=history,
-            )  # fmt: skip
+            )
         alpha = rho / shadow_v
         s = r - alpha * v
         np.multiply(s, inverse_diagonal, out=work[:size])
@@ -186,9 +186,9 @@ def bicgstab(
             raise ConvergenceError(
                 "BiCGSTAB broke down (ω = 0)", iterations=iteration, residual=history[-1],
                 history=history,
-            )  # fmt: skip
+            )
         rho_previous, rho = rho, rho_new
     raise ConvergenceError(
         "BiCGSTAB reached its iteration limit", iterations=max_iterations,
         residual=history[-1], history=history,
-    )  # fmt: skip
+    )

@@ -122,7 +122,7 @@ class Moments:
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Moments:
         """The state :meth:`as_arrays` gave."""
         return cls(*(np.array(arrays[name], dtype=np.float64) for name in
-                     ("count", "mean", "comoment", "third", "fourth")))  # fmt: skip
+                     ("count", "mean", "comoment", "third", "fourth")))
 
 
 def central_sums(values: np.ndarray, mean: np.ndarray, axes: tuple[int, ...]):
@@ -134,7 +134,7 @@ def central_sums(values: np.ndarray, mean: np.ndarray, axes: tuple[int, ...]):
     deviation = values - mean
     square = deviation * deviation
     powers = np.stack([square.sum(axis=axes), (square * deviation).sum(axis=axes),
-                       (square * square).sum(axis=axes)])  # fmt: skip
+                       (square * square).sum(axis=axes)])
     k = values.shape[0]
     each = tuple(axis - 1 for axis in axes)  # the same axes of one variable
     cross = np.empty((k, k, *powers.shape[2:]))

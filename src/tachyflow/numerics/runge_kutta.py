@@ -32,7 +32,7 @@ def rk3_increment(dt, gamma, explicit, rho, previous, alpha_dt, implicit):
     """``Δt (γ explicit + ρ previous) + α Δt implicit`` of an RK3 substep in one pass, into
     ``implicit`` (C-contiguous arrays of one shape); returns it."""
     if not (explicit.flags.c_contiguous and previous.flags.c_contiguous
-            and implicit.flags.c_contiguous):  # fmt: skip
+            and implicit.flags.c_contiguous):
         raise ValueError("rk3_increment needs C-contiguous arrays")
     if explicit.shape != implicit.shape or previous.shape != implicit.shape:
         raise ValueError(f"shapes differ: {explicit.shape}, {previous.shape}, {implicit.shape}")

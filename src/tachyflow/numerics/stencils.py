@@ -161,7 +161,7 @@ def _divergence_of_planes(
 def divergence_of_planes(
     u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float, walls: bool,
     z_wraps: bool, planes, out, rows=None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """:func:`divergence` of the owned x-planes ``planes`` (indices from 0) into ``out``
     (and ``rows``), as it is once the boundaries are applied, reading only the owned
     values and the ghosts below in x (and in z unless ``z_wraps``): with ``walls`` v is 0
@@ -172,7 +172,7 @@ def divergence_of_planes(
         raise ValueError(f"planes must be owned x-planes 0..{out.shape[0] - 1}, got {planes}")
     _divergence_of_planes(u, v, w, metrics.width.ravel(), float(dx), float(dz), float(scale),
                           bool(walls), bool(z_wraps), planes, out,
-                          owned_rows(out, rows))  # fmt: skip
+                          owned_rows(out, rows))
     return out
 
 
@@ -260,7 +260,7 @@ def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
 def subtract_gradient(
     u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool,
     shift=None, total=None, weight: float = 0.0, fresh: bool = False,
-) -> None:  # fmt: skip
+) -> None:
     """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
     their value (the last owned v face is the upper wall). With ``shift`` (one value per
     owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response);
@@ -269,7 +269,7 @@ def subtract_gradient(
     ny = u.shape[1] - 2
     _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor,
                        ny - 1 if walls else ny, row_shift(u, shift), owned_total(p, total),
-                       float(weight), bool(fresh))  # fmt: skip
+                       float(weight), bool(fresh))
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -403,7 +403,7 @@ def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no 
             inverse_gap = 1.0 / gap[j - 1]
             for k in range(1, nz + 1):
                 advected = _advected(u, v, w, i, j, k, 1.0 / dx, 1.0 / dz, inverse_width,
-                                     inverse_gap)  # fmt: skip
+                                     inverse_gap)
                 out_u[i - 1, j - 1, k - 1] = advected[0]
                 out_v[i - 1, j - 1, k - 1] = advected[1]
                 out_w[i - 1, j - 1, k - 1] = advected[2]
@@ -427,7 +427,7 @@ def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
 
 @numba.njit(error_model="numpy", inline="always")
 def _add_terms(f, i, j, k, advected, x_coefficient, z_coefficient, up, down, y_implicit,
-               forcing, dt, gamma, rho, alpha_dt, first, terms):  # fmt: skip
+               forcing, dt, gamma, rho, alpha_dt, first, terms):
     # One component at one point: _add_viscous's arithmetic on top of the advection, the
     # forcing, then _rk3_increment's, in their order; returns the increment. terms holds
     # the previous substep's value (read first) and receives this substep's.
@@ -467,7 +467,7 @@ def _advance_velocity(
     dt, gamma, rho, alpha_dt, first, terms_u, terms_v, terms_w, centre_lower, centre_pivot,
     centre_factor, face_lower, face_pivot, face_factor, planes_u, planes_v, planes_w, chunks,
     scale, z_wraps, divergence, rows,
-):  # fmt: skip  # pragma: no cover
+):  # pragma: no cover
     # The arithmetic of _advection, _add_viscous, the forcing, _rk3_increment and
     # FactoredTridiagonal.solve(increment, field), in their order, so the result is theirs
     # bit for bit; one pass over the fields instead of one per term, component and solve.
@@ -503,19 +503,19 @@ def _advance_velocity(
                 a_face, b_face = face_up[j - 1], face_down[j - 1]
                 for k in range(1, nz + 1):
                     advected = _advected(u, v, w, i, j, k, 1.0 / dx, 1.0 / dz, inverse_width,
-                                     inverse_gap)  # fmt: skip
+                                     inverse_gap)
                     planes_u[chunk, slot, j - 1, k - 1] = _add_terms(
                         u, i, j, k, advected[0], x_coefficient, z_coefficient, a, b,
                         y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, terms_u,
-                    )  # fmt: skip
+                    )
                     planes_v[chunk, slot, j - 1, k - 1] = _add_terms(
                         v, i, j, k, advected[1], x_coefficient, z_coefficient, a_face,
                         b_face, y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_v,
-                    )  # fmt: skip
+                    )
                     planes_w[chunk, slot, j - 1, k - 1] = _add_terms(
                         w, i, j, k, advected[2], x_coefficient, z_coefficient, a, b,
                         y_implicit, 0.0, dt, gamma, rho, alpha_dt, first, terms_w,
-                    )  # fmt: skip
+                    )
             if y_implicit:  # the forward sweeps; the backward ones as the rows are added
                 plane = (chunk, slot)
                 eliminate_plane(centre_lower, centre_pivot, planes_u, plane, planes_u, plane)
@@ -528,7 +528,7 @@ def _advance_velocity(
                 _add_plane(w, i - 1, planes_w, chunk, held, centre_factor, y_implicit)
                 if diverging and i - 2 > start:  # the plane below is added too
                     _divergence_of_plane(u, v, w, i - 1, width, dx, dz, scale, y_implicit,
-                                         z_wraps, divergence, rows)  # fmt: skip
+                                         z_wraps, divergence, rows)
     for chunk in prange(chunks):
         start, stop = 1 + chunk * nx // chunks, 1 + (chunk + 1) * nx // chunks
         for i in range(start, stop):
@@ -581,7 +581,7 @@ def velocity_planes(shape, runs: int) -> np.ndarray:
 def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity: float,
                      forcing_x: float, dt: float, gamma: float, rho: float, alpha_dt: float,
                      terms, implicit=None, planes=None, divergence=None, scale: float = 1.0,
-                     rows=None, z_wraps: bool = False):  # fmt: skip
+                     rows=None, z_wraps: bool = False):
     """An RK3 substep of the ghosted u, v, w before their projection, in place, in one pass
     (numba).
 
@@ -615,12 +615,12 @@ def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity
         planes = velocity_planes(shape[1:], max(1, min(numba.get_num_threads(), shape[1])))
     elif planes.ndim != 5 or (planes.shape[0], *planes.shape[2:]) != (3, 3, *shape[2:]):
         raise ValueError(f"planes has shape {planes.shape}, expected (3, runs, 3, {shape[2]}, "
-                         f"{shape[3]})")  # fmt: skip
+                         f"{shape[3]})")
     if divergence is None:
         divergence = _NO_ARRAY
     elif divergence.shape != shape[1:] or not divergence.flags.c_contiguous:
         raise ValueError(f"divergence must be C-ordered of shape {shape[1:]}, got "
-                         f"{divergence.shape}")  # fmt: skip
+                         f"{divergence.shape}")
     if implicit is None:
         bands = (_NO_SHIFT,) * 6
     else:
@@ -631,14 +631,14 @@ def advance_velocity(u, v, w, metrics: YMetrics, dx: float, dz: float, viscosity
         )
         if any(len(band) != shape[2] for band in bands):
             raise ValueError(f"the implicit operators must have {shape[2]} rows (y), got "
-                             f"{[len(operator.lower) for operator in implicit]}")  # fmt: skip
+                             f"{[len(operator.lower) for operator in implicit]}")
     _advance_velocity(
         u, v, w, metrics.width.ravel(), metrics.width_up.ravel(), metrics.gap.ravel(),
         metrics.gap_down.ravel(), float(dx), float(dz), float(viscosity), implicit is not None,
         float(forcing_x), float(dt), float(gamma), float(rho), float(alpha_dt), bool(rho == 0),
         *terms, *bands, *planes, planes.shape[1], float(scale), bool(z_wraps), divergence,
         owned_rows(divergence, rows) if divergence.size else _NO_ROWS,
-    )  # fmt: skip
+    )
     return terms
 
 

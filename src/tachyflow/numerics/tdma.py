@@ -148,7 +148,7 @@ _SOLVE_CYCLIC = {
 def solve_tridiagonal_lines(
     lower, diagonal, upper, rhs, shift=None, pinned=None, periodic=False, scaled=None,
     weights=None,
-):  # fmt: skip
+):
     """Solve ``n0 * n2`` tridiagonal systems along axis 1 of ``rhs``, in place.
 
     Row ``j`` of the system of line ``(i, k)`` reads ``lower[j] x[j-1] + (diagonal[j] +
@@ -336,7 +336,7 @@ class FactoredTridiagonal:
             _solve_factored(
                 self.lower, self.inverse_pivot, self.factor, rhs[:, None], add_to,
                 *map(int, at), chunks,
-            )  # fmt: skip
+            )
         return rhs if add_to is _NO_TARGET else add_to
 
 
@@ -435,7 +435,7 @@ class FactoredPeriodicDiffusion:
         returns it."""
         if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
             raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
-                            f"{rhs.ndim}D")  # fmt: skip
+                            f"{rhs.ndim}D")
         if rhs.shape[1:] != (len(self.coupling), self.n):
             raise ValueError(
                 f"rhs has shape {rhs.shape}, expected (n0, {len(self.coupling)}, {self.n})"
@@ -445,7 +445,7 @@ class FactoredPeriodicDiffusion:
             _solve_factored_periodic_diffusion(
                 self.coupling, self.inverse_pivot, self.upper, self.z, self.denominator,
                 rhs, lines,
-            )  # fmt: skip
+            )
         return rhs
 
 
@@ -455,7 +455,7 @@ def solve_periodic_diffusion(rhs: np.ndarray, coupling: np.ndarray) -> np.ndarra
     for this one solve). ``n >= 3``. Rows with ``c_j = 0`` are left as they are."""
     if rhs.ndim != 3 or rhs.dtype != np.float64 or not rhs.flags.c_contiguous:
         raise TypeError(f"rhs must be a C-contiguous 3D float64 array, got {rhs.dtype} "
-                        f"{rhs.ndim}D")  # fmt: skip
+                        f"{rhs.ndim}D")
     coupling = np.ascontiguousarray(coupling, dtype=np.float64)
     if coupling.shape != (rhs.shape[1],):
         raise ValueError(f"coupling has shape {coupling.shape}, expected ({rhs.shape[1]},)")

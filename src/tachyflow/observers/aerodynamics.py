@@ -17,7 +17,7 @@ from tachyflow.io.files import AppendedTable, replacing
 from tachyflow.observers import Observer, register
 
 RESIDUALS = ("density_residual", "residual_rhou", "residual_rhov", "residual_rhoE",
-             "residual_rho_nt")  # fmt: skip
+             "residual_rho_nt")
 COEFFICIENTS = ("CL", "CD", "CM", "CL_p", "CL_f", "CD_p", "CD_f", "CM_p", "CM_f")
 
 

@@ -43,7 +43,7 @@ class BlockImages(Observer):
     name = "block-images"
 
     def __init__(self, every: int = 0, fields=("mach", "p"), window=DEFAULT_WINDOW,
-                 size=(800, 450), colour_map: str = "viridis"):  # fmt: skip
+                 size=(800, 450), colour_map: str = "viridis"):
         from tachyflow.insitu.raster import check_shape, check_window
         from tachyflow.insitu.render import SCENE_WIDTH, colour_map_table
 
@@ -119,7 +119,7 @@ class BlockImages(Observer):
                 run.output / "images" / f"{name}_{solver.steps:08d}.png",
                 field=name, title=f"{run.config.case.name}: {name}", step=solver.steps,
                 time=solver.time,
-            )  # fmt: skip
+            )
 
     def finish(self, run) -> None:
         if self._last != run.solver.steps:

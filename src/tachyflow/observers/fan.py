@@ -31,7 +31,7 @@ from tachyflow.observers.bodies import BodyLoads
 PERFORMANCE = (
     "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
     "pressure_coefficient", "efficiency",
-)  # fmt: skip
+)
 
 
 @register
@@ -120,7 +120,7 @@ class FanPerformance(BodyLoads):
             axis.grid(alpha=0.3)
         axes[-1].set_xlabel("time")
         figure.suptitle(f"{self.blades} blades at Ω = {self.omega:g} (loads are steady in the "
-                        "rotor's frame; its tones are heard in the inertial frame)")  # fmt: skip
+                        "rotor's frame; its tones are heard in the inertial frame)")
         (run.output / "images").mkdir(exist_ok=True)
         save_figure(figure, run.output / "images" / "fan.png")
 

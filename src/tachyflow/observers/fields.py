@@ -38,7 +38,7 @@ class Fields(Observer):
         if self._series is None:
             layout, keep = solver.piece_layout(), run.first_step if run.restarted else None
             self._series = FieldWriter(run.comm, run.output / "fields.bp", solver.grid, layout,
-                                       keep)  # fmt: skip
+                                       keep)
             if self.vtk:
                 self._vtk_files = VTKFieldWriter(run.comm, run.output, solver.grid, layout, keep)
         self._series.write(solver.steps, solver.time, pieces)

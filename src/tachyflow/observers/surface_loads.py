@@ -90,7 +90,7 @@ class SurfaceLoadsObserver(Observer):
         if run.root:
             self._table = AppendedTable(run.output / "surface-loads.csv",
                                         ["step", "time", *LOADS], run.restarted,
-                                        run.first_step)  # fmt: skip
+                                        run.first_step)
 
     def observe(self, run) -> None:
         loads = self._loads.loads()

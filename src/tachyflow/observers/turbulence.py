@@ -39,7 +39,7 @@ from tachyflow.observers import Observer, ObserverState, register
 
 VARIABLES = ("u", "v", "w", "p")
 STRESSES = {"uu": (0, 0), "vv": (1, 1), "ww": (2, 2), "uv": (0, 1), "uw": (0, 2),
-            "vw": (1, 2), "pp": (3, 3)}  # fmt: skip
+            "vw": (1, 2), "pp": (3, 3)}
 KAPPA, CONSTANT = 0.41, 5.2  # the log law drawn for comparison
 WALL_KEYS = ("wall_shear_stress", "u_tau", "Re_tau", "Cf", "Uc_over_Ub")
 
@@ -59,7 +59,7 @@ class TurbulenceStatistics(Observer):
         self.moments: Moments | None = None  # per station: planes and time
         self.cells: dict[str, np.ndarray] = {}  # per cell: mean and M2 (no homogeneity)
         self.window = {"start_time": None, "start_step": None, "end_time": None,
-                       "end_step": None, "samples": 0}  # fmt: skip
+                       "end_step": None, "samples": 0}
         self._field_files = None  # VTKFieldWriter of the mean and rms fields
         self._written = None  # the step of the last output
 
@@ -136,7 +136,7 @@ class TurbulenceStatistics(Observer):
         )
         replicated = {**self.moments.as_arrays(), "window": window}
         pieces = {f"{key}_{name}": self.cells[key][index] for key in self.cells
-                  for index, name in enumerate(VARIABLES)}  # fmt: skip
+                  for index, name in enumerate(VARIABLES)}
         return ObserverState(replicated=replicated, pieces=pieces)
 
     def restore_state(self, run, state: ObserverState) -> None:
@@ -207,7 +207,7 @@ class TurbulenceStatistics(Observer):
                 "Re_tau": u_tau * grid.outer_scale / nu,
                 "Cf": 2 * stress / bulk**2 if bulk else float("nan"),
                 "Uc_over_Ub": centre / bulk if bulk else float("nan"),
-            })  # fmt: skip
+            })
             table["wall_distance"] = distance
             if u_tau > 0:
                 table["y_plus"] = distance * u_tau / nu
@@ -226,12 +226,12 @@ class TurbulenceStatistics(Observer):
         solver, samples = run.solver, self.window["samples"]
         fields = {f"mean_{name}": self.cells["mean"][i] for i, name in enumerate(VARIABLES)}
         fields.update({f"rms_{name}": np.sqrt(self.cells["m2"][i] / samples)
-                       for i, name in enumerate(VARIABLES)})  # fmt: skip
+                       for i, name in enumerate(VARIABLES)})
         if self._field_files is None:  # a restart keeps the outputs up to its checkpoint
             self._field_files = VTKFieldWriter(
                 run.comm, run.output / "statistics", solver.grid, solver.piece_layout(),
                 run.first_step if run.restarted else None,
-            )  # fmt: skip
+            )
         self._field_files.write(solver.steps, solver.time, fields)
 
 
@@ -284,7 +284,7 @@ def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict) -> None:
         line = np.logspace(np.log10(max(y_plus.min(), 0.1)), np.log10(y_plus.max()), 100)
         axes[0].semilogx(line[line < 12], line[line < 12], "k--", lw=1, label="U+ = y+")
         axes[0].semilogx(line[line > 8], np.log(line[line > 8]) / KAPPA + CONSTANT, "k:",
-                         lw=1, label=f"ln(y+)/{KAPPA} + {CONSTANT}")  # fmt: skip
+                         lw=1, label=f"ln(y+)/{KAPPA} + {CONSTANT}")
         axes[0].set_xlabel("y+")
         axes[0].set_ylabel("U+")
         axes[0].set_title(f"Re_tau = {summary['Re_tau']:.1f}, {summary['samples']} samples")
@@ -300,7 +300,7 @@ def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict) -> None:
         axes[2].plot(coordinate, total, "k", label="total")
         if "steady_total_stress" in table:
             axes[2].plot(coordinate, table["steady_total_stress"] / stress, "k--", lw=1,
-                         label="total, fully developed")  # fmt: skip
+                         label="total, fully developed")
         axes[2].set_xlabel(next(iter(table)))
         axes[2].set_ylabel("stress / u_tau²")
     else:

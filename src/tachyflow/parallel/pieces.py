@@ -86,7 +86,7 @@ def gather_plane(comm, piece: np.ndarray, start, global_shape, axis: int, index:
     part = None
     if 0 <= local < piece.shape[axis] and piece.size:
         part = (tuple(s for a, s in enumerate(start) if a != axis),
-                np.take(piece, local, axis=axis))  # fmt: skip
+                np.take(piece, local, axis=axis))
     parts = comm.gather(part, root=root)
     if comm.Get_rank() != root:
         return None

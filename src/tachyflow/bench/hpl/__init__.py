@@ -28,7 +28,7 @@ def hpl_flops(n: int) -> float:
 def run_hpl_benchmark(
     sizes, block: int, grid_shape, broadcasts, repeats: int, comm, seed: int = 42,
     matrix=None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Solve HPL's system for every order in ``sizes`` with every panel broadcast in
     ``broadcasts`` on a ``grid_shape`` = (P, Q) grid of ``comm`` (collective): the
     results document, one entry per (broadcast, N). ``matrix(rows, columns, out)`` fills

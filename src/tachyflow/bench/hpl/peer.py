@@ -85,7 +85,7 @@ def parse_output(text: str) -> list[dict]:
         if match := _RESULT.match(line.strip()):
             n, nb, rows, cols = (int(v) for v in match.groups()[:4])
             last = {"n": n, "nb": nb, "proc_grid": [rows, cols],
-                    "median": float(match[5]), "gflops": float(match[6])}  # fmt: skip
+                    "median": float(match[5]), "gflops": float(match[6])}
         elif (match := _RESIDUAL.match(line.strip())) and last is not None:
             last.update(residual=float(match[1]), residual_passed=match[2] == "PASSED")
             found.append(last)
@@ -96,7 +96,7 @@ def parse_output(text: str) -> list[dict]:
 def run_hpcc(
     sizes, block: int, grid_shape, repeats: int = 1, nodes: int | None = None,
     timeout: float = 3600,
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """Run Debian's ``hpcc`` on ``P × Q`` ranks of this machine (or spread over ``nodes``
     nodes of the emulated cluster, :mod:`tachyflow.cluster`), HPL solving every order in
     ``sizes`` ``repeats`` times (interleaved); the peer's results entries, one per order,
@@ -138,7 +138,7 @@ def run_hpcc(
         completed = subprocess.run(
             [*command, program], cwd=folder, env=environment, capture_output=True, text=True,
             timeout=timeout,
-        )  # fmt: skip
+        )
         output = Path(folder, "hpccoutf.txt")
         text = output.read_text() if output.exists() else ""
     results = parse_output(text)
@@ -168,5 +168,5 @@ def run_hpcc(
             "version": version[1] if version else "unknown",
             "program": program,
             **timing,
-        })  # fmt: skip
+        })
     return entries

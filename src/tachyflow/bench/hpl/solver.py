@@ -130,7 +130,7 @@ class DistributedLU:
     """
 
     def __init__(self, grid: ProcessGrid, n: int, block: int, broadcast: str = "binomial",
-                 profile=None):  # fmt: skip
+                 profile=None):
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise ValueError(f"the order N must be a positive integer, got {n!r}")
         if isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 1:

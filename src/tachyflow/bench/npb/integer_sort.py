@@ -61,7 +61,7 @@ CLASSES = {
         "test_rank": (61147, 882988, 266290, 133997595, 133525895),
         "sign": (1, 1, 1, -1, -1), "shift": (0, 0, 0, 0, 0),
     },
-}  # fmt: skip
+}
 
 
 @kernel
@@ -234,7 +234,7 @@ class _Sorter:
         _partition(
             self.totals, self.bucket_size, self.buckets, self.per_rank, self.send_count,
             self.send_displ, self.first, self.last,
-        )  # fmt: skip
+        )
 
         start = MPI.Wtime()
         self.comm.Alltoall(self.send_count, self.recv_count)

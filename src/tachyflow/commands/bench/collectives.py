@@ -30,11 +30,11 @@ class Collectives(Benchmark):
         parser.add_argument(
             "--algos", default="all",
             help="comma-separated algorithms, or all (default; with native)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--sizes", default="8B:16MiB",
             help="FIRST:LAST[:FACTOR] (default 8B:16MiB, factor 4)",
-        )  # fmt: skip
+        )
         options.add_repeats(parser, 10)
         parser.add_argument(
             "--profile",
@@ -57,7 +57,7 @@ class Collectives(Benchmark):
                              *(quick if plan.quick else []), "--profile", profile,
                              "-o", plan.output])
             for op in ("bcast", "allreduce", "alltoall")
-        ]  # fmt: skip
+        ]
 
     def run(self, args) -> int:
         """``tachyflow bench collectives``."""

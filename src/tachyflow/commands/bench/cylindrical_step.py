@@ -27,7 +27,7 @@ class CylindricalStep(Benchmark):
     def suite_stages(self, plan):
         return [(f"cylindrical step, {plan.ranks[-1]} rank(s)",
                  ["bench", "cylindrical-step", "-n", str(plan.ranks[-1]), "--grid", *plan.grid,
-                  "--repeats", "3", "-o", plan.output])]  # fmt: skip
+                  "--repeats", "3", "-o", plan.output])]
 
     def run(self, args) -> int:
         """``tachyflow bench cylindrical-step``."""

@@ -53,7 +53,7 @@ class Fan(Benchmark):
     def suite_stages(self, plan):
         return [(f"axial fan, {plan.ranks[-1]} rank(s)",
                  ["bench", "fan", "-n", str(plan.ranks[-1]), "--repeats", "3",
-                  "-o", plan.output])]  # fmt: skip
+                  "-o", plan.output])]
 
     def run(self, args) -> int:
         """``tachyflow bench fan``."""
@@ -67,7 +67,7 @@ class Fan(Benchmark):
         document = fan.run_fan_benchmark(
             args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world(),
             profile=profile, core_speed=args.core_speed, ranks_per_link=args.ranks_per_link,
-        )  # fmt: skip
+        )
         code = report_benchmark(document, "axial fan", args.output)
         model = document.get("model")
         if model:

@@ -45,21 +45,21 @@ class HPL(Benchmark):
         parser.add_argument(
             "--size", type=options.positive_int_list, default=[2000], metavar="N[,N...]",
             help="order(s) N of the system, comma-separated (default 2000)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--block", type=options.positive_int, default=192, metavar="NB",
             help="block size NB of the block-cyclic layout (default 192)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--grid", type=options.proc_grid, default=None, metavar="PxQ",
             help="process grid, P x Q = ranks (default: the squarest with P <= Q)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--bcast", choices=[*BROADCAST_CHOICES, "all"], default="ring",
             help="panel broadcast along process rows: binomial tree, pipelined ring, two "
             "pipelined rings, scatter + ring allgather, the MPI library's (native), or all "
             "of them in turn (default ring)",
-        )  # fmt: skip
+        )
         options.add_repeats(parser, 3)
         parser.add_argument("--no-peer", action="store_true", help="do not run hpcc")
         options.add_output(parser)
@@ -70,7 +70,7 @@ class HPL(Benchmark):
         return [
             ("HPL", ["bench", "hpl", "-n", plan.most, "--size", sizes, *quick,
                      "-o", plan.output])
-        ]  # fmt: skip
+        ]
 
     def run(self, args) -> int:
         """``tachyflow bench hpl`` inside the MPI job: ours, every size and broadcast."""
@@ -160,7 +160,7 @@ def _print(document: dict, entries: list[dict]) -> None:
             "SINGULAR" if entry.get("singular")
             else "PASSED" if entry["residual_passed"] else "[red]FAILED[/red]",
             f"{speedup:.2f}x" if speedup else "-",
-        )  # fmt: skip
+        )
     console.print(table)
     for entry in entries:
         if entry.get("singular"):

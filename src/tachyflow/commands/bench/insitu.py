@@ -31,7 +31,7 @@ class Insitu(Benchmark):
 
         parser.add_argument("-n", "--ranks", dest="bench_ranks", default=2,
                             type=options.positive_int,
-                            metavar="N", help="ranks of the simulation (default 2)")  # fmt: skip
+                            metavar="N", help="ranks of the simulation (default 2)")
         parser.add_argument(
             "--grid", type=options.positive_int, default=64, help="cells per direction"
         )
@@ -43,7 +43,7 @@ class Insitu(Benchmark):
             "--repeats", type=options.positive_int, default=3, help="runs per set-up"
         )
         parser.add_argument("--delay", type=options.non_negative_float, default=0.5,
-                            help="seconds per step of a slow reader")  # fmt: skip
+                            help="seconds per step of a slow reader")
         parser.add_argument(
             "--transit-precision",
             choices=tuple(TRANSIT_PRECISIONS),
@@ -57,13 +57,13 @@ class Insitu(Benchmark):
             help="visualise only in windows of ON steps every ON+OFF, and measure the "
             "overhead within each run, window against quiet steps (free of the drift "
             "between runs)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--timeout", type=options.positive_float, default=600.0, metavar="SECONDS",
             help="longest a run (and each wait of its readers) may take (default 600)",
-        )  # fmt: skip
+        )
         parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
-                            help="set-ups to run (default: all)")  # fmt: skip
+                            help="set-ups to run (default: all)")
         parser.add_argument(
             "--pin-cores",
             dest="pin_processes",  # not the global --pin-cores: this process stays free
@@ -84,11 +84,11 @@ class Insitu(Benchmark):
             args.bench_ranks, args.grid, args.steps, args.every, args.repeats, args.delay,
             args.variants, args.timeout, progress=console.print, pin=args.pin_processes,
             precision=args.transit_precision, duty_cycle=tuple(args.duty_cycle),
-        )  # fmt: skip
+        )
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"visualisation cost, {args.grid}³, {args.bench_ranks} ranks")
         for column in ("set-up", "per iteration", "overhead", "simulation", "transfer",
-                       "rendering", "staging", "readers drew"):  # fmt: skip
+                       "rendering", "staging", "readers drew"):
             table.add_column(column, justify="left" if column == "set-up" else "right")
         for entry in document["results"]:
             staging = entry.get("staging_ratio")
@@ -98,7 +98,7 @@ class Insitu(Benchmark):
                 f"{entry['rendering'] * 1e3:.2f} ms",
                 "" if staging is None else f"{staging:.2f}x step",
                 " ".join(map(str, entry.get("drawn", []))),
-            )  # fmt: skip
+            )
         console.print(table)
         console.print(
             "overhead: median over rounds of each run against the round's run without "

@@ -35,7 +35,7 @@ class InputOutput(Benchmark):
     def suite_stages(self, plan):
         return [(f"checkpoint and field I/O, {plan.ranks[-1]} rank(s)",
                  ["bench", "io", "-n", str(plan.ranks[-1]), "--grid", *plan.grid,
-                  "--repeats", "3", "-o", plan.output])]  # fmt: skip
+                  "--repeats", "3", "-o", plan.output])]
 
     def run(self, args) -> int:
         """``tachyflow bench io``."""
@@ -44,7 +44,7 @@ class InputOutput(Benchmark):
         document = io_bandwidth.run_io_benchmark(
             args.grid, args.proc_grid, args.repeats, args.warmup, args.scratch,
             comm=runtime.world(), peer=not args.no_peer,
-        )  # fmt: skip
+        )
         code = report_benchmark(document, "checkpoint and field I/O", args.output)
         for entry in document["results"]:
             if entry.get("speedup_vs_peer"):

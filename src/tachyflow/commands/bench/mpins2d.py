@@ -36,38 +36,38 @@ class MPINS2D(Benchmark):
             "--cells", type=options.positive_int, nargs=2, default=None, metavar=("NI", "NJ"),
             help="grid cells (default the case's 280 x 64; 140 32 is the next coarser "
             "level); NI even, the wake keeping its share",
-        )  # fmt: skip
+        )
         parser.add_argument("--proc-grid", type=options.proc_grid, default=None,
-                            metavar="PIxPJ", help="block grid (default: chosen)")  # fmt: skip
+                            metavar="PIxPJ", help="block grid (default: chosen)")
         options.add_repeats(parser, 5)
         parser.add_argument(
             "--warmup", type=options.positive_int, default=20,
             help="untimed iterations of each method first, at least 5 (default 20)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--iterations", type=options.positive_int, default=5,
             help="iterations per timed sample (default 5)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--to-residual", type=options.non_negative_float, default=1e-3, metavar="R",
             help="run each method from the free stream to this relative density residual "
             "(default 1e-3; 0 skips)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--max-iterations", type=options.positive_int, default=3000,
             help="iteration limit of the runs to the residual (default 3000)",
-        )  # fmt: skip
+        )
         parser.add_argument("--no-peer", action="store_true", help="do not run SU2")
         options.add_output(parser)
 
     def suite_stages(self, plan):
         if plan.quick:
             sizes = ["--cells", "70", "16", "--repeats", "3", "--warmup", "10",
-                     "--to-residual", "1e-2", "--max-iterations", "500"]  # fmt: skip
+                     "--to-residual", "1e-2", "--max-iterations", "500"]
         else:
             sizes = ["--cells", "140", "32", "--to-residual", "1e-4"]
         return [(f"MPINS2D, {plan.most} rank(s)",
-                 ["bench", "mpins2d", "-n", plan.most, *sizes, "-o", plan.output])]  # fmt: skip
+                 ["bench", "mpins2d", "-n", plan.most, *sizes, "-o", plan.output])]
 
     def run(self, args) -> int:
         """``tachyflow bench mpins2d`` inside the MPI job: ours."""
@@ -79,7 +79,7 @@ class MPINS2D(Benchmark):
             document = run_mpins2d_benchmark(
                 args.cells, args.proc_grid, args.repeats, args.warmup, args.iterations,
                 args.to_residual, args.max_iterations, comm=runtime.world(),
-            )  # fmt: skip
+            )
         except ValueError as error:
             raise ConfigError(str(error)) from None
         binary, why = find_su2()
@@ -116,7 +116,7 @@ class MPINS2D(Benchmark):
                 document["peers"] = [mpins2d.run_su2(
                     binary, section, build_grid(section), args.ranks, folder,
                     args.to_residual, args.max_iterations,
-                )]  # fmt: skip
+                )]
                 document.pop("peers_missing", None)
             except (OSError, RuntimeError, KeyError, ValueError) as error:
                 document["peers_missing"] = {mpins2d.PEER_NAME: str(error)}
@@ -135,7 +135,7 @@ def _print_runs(document: dict) -> None:
         if phases:
             split = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in phases.items())
             console.print(f"{entry['method']}: {entry['seconds_per_iteration'] * 1e3:.2f} ms "
-                          f"per iteration ({split} ms)")  # fmt: skip
+                          f"per iteration ({split} ms)")
     for entry in document["results"] + document["peers"]:
         run = entry.get("to_residual")
         if run:

@@ -42,11 +42,11 @@ class Networks(Benchmark):
         parser.add_argument(
             "-n", "--ranks", type=options.positive_int, default=2,
             help="ranks of every stage (default 2)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--nodes", type=options.positive_int, default=2,
             help="emulated nodes the ranks are spread over (default 2)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--networks",
             default=",".join(DEFAULT_NETWORKS),
@@ -82,7 +82,7 @@ class Networks(Benchmark):
                 tuple(filter(None, args.networks.split(","))), args.ranks, args.nodes,
                 tuple(filter(None, args.stages.split(","))), args.problem_class.upper(),
                 args.quick, args.output,
-            )  # fmt: skip
+            )
         except ValueError as error:
             raise ConfigError(str(error)) from None
         started = time.perf_counter()
@@ -124,13 +124,13 @@ def _print_trends(document: dict) -> None:
 
     table = Table(title="networks (slowdown against shared memory)")
     for column in ("network", "latency", "peak bandwidth", "fitted", "most hurt NPB kernel",
-                   "MPINS2D", "allreduce model off by"):  # fmt: skip
+                   "MPINS2D", "allreduce model off by"):
         table.add_column(column, justify="left" if column == "network" else "right")
     for network, row in document["summary"].items():
         fitted = (
             f"{row['fitted_latency'] * 1e6:.1f} us, {row['fitted_bandwidth'] / 1e6:.1f} MB/s"
             if "fitted_latency" in row else ""
-        )  # fmt: skip
+        )
         table.add_row(
             network,
             f"{row['measured_latency'] * 1e6:.1f} us" if "measured_latency" in row else "",
@@ -142,5 +142,5 @@ def _print_trends(document: dict) -> None:
             f"{row['mpins2d_slowdown']:.2f}x" if "mpins2d_slowdown" in row else "",
             f"{row['allreduce_model_error_median']:.0%}"
             if "allreduce_model_error_median" in row else "",
-        )  # fmt: skip
+        )
     runtime.make_console().print(table)

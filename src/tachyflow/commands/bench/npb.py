@@ -29,7 +29,7 @@ class NPB(Benchmark):
         parser.add_argument(
             "--class", dest="problem_class", default="S",
             help="problem class: S, W, A, B (default S)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--npb-bin",
             default=None,
@@ -51,7 +51,7 @@ class NPB(Benchmark):
             (f"NPB {kernel.upper()}", ["bench", "npb", "--kernel", kernel, "--class",
                                        problem_class, "-n", plan.most, "-o", plan.output])
             for kernel in ("cg", "mg", "ft", "is", "ep")
-        ]  # fmt: skip
+        ]
 
     def run(self, args) -> int:
         """``tachyflow bench npb``."""
@@ -108,7 +108,7 @@ class NPB(Benchmark):
             f"({'verified' if peer['verified'] else 'UNVERIFIED'}); tachyflow "
             + (f"{ours['mops_total']:.2f} Mop/s = {ours['speedup_vs_peer']:.2f}x NPB's"
                if "speedup_vs_peer" in ours else "not comparable (a run failed verification)")
-        )  # fmt: skip
+        )
         return 0
 
 

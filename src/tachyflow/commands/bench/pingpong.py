@@ -27,7 +27,7 @@ class PingPong(Benchmark):
         parser.add_argument(
             "--max-size", type=options.byte_size, default=64 * 2**20,
             help="largest message (default 64MiB)",
-        )  # fmt: skip
+        )
         options.add_repeats(parser, 5)
         parser.add_argument("--no-peer", action="store_true", help="do not run the peers")
         options.add_output(parser)

@@ -36,7 +36,7 @@ class Step(Benchmark):
             (f"flow step, {r} rank(s)", ["bench", "step", "-n", str(r), "--grid", *plan.grid,
                                          "--repeats", "3", "--no-peer", "-o", plan.output])
             for r in plan.ranks
-        ]  # fmt: skip
+        ]
 
     def orchestrate(self, args, arguments) -> int | None:
         """``-n N``: ours under mpiexec, then CaNS on the same case, and the ratio."""
@@ -61,7 +61,7 @@ class Step(Benchmark):
                 f"({'verified' if peer['verified'] else 'UNVERIFIED'}); tachyflow "
                 + (f"{ours['median'] * 1e3:.2f} ms = {ours['speedup_vs_peer']:.2f}x faster"
                    if "speedup_vs_peer" in ours else "not comparable (a check failed)")
-            )  # fmt: skip
+            )
         for name, why in document.get("peers_missing", {}).items():
             print(f"peer {name} not measured: {why}")
         print(f"wrote {json_path}")

@@ -66,7 +66,7 @@ class Unstructured(Benchmark):
         return [
             ("unstructured scaling", ["bench", "unstructured", "--cells", cells, "--ranks",
                                       ranks, "--petsc-grid", "0", "-o", plan.output])
-        ]  # fmt: skip
+        ]
 
     def run(self, args) -> int:
         """``tachyflow bench unstructured`` under a launcher: one rank count."""
@@ -77,7 +77,7 @@ class Unstructured(Benchmark):
         document = unstructured.run_unstructured_benchmark(
             args.cells, args.kind, args.repeats, args.tol, args.solver, args.halo, args.reduction,
             args.petsc_grid or None, comm,
-        )  # fmt: skip
+        )
         if runtime.is_root():
             write_json(
                 Path(args.output) / f"unstructured_{args.kind}_{comm.Get_size()}ranks.json",
@@ -121,7 +121,7 @@ class Unstructured(Benchmark):
         json_path, png_path = save_results(document, args.output)
         table = Table(title=f"Jacobi-CG, {args.kind} boxes (Jeon & Choi)")
         for column in ("mesh", "ranks", "iterations", "time", "per iteration", "speedup",
-                       "efficiency", "comm share", "arrays/rank", "paper (serial)"):  # fmt: skip
+                       "efficiency", "comm share", "arrays/rank", "paper (serial)"):
             table.add_column(column, justify="left" if column == "mesh" else "right")
         for entry in document["results"]:
             if not entry["verified"]:
@@ -135,14 +135,14 @@ class Unstructured(Benchmark):
                 f"{entry['communication_share']:.0%}",
                 f"{entry['solver_arrays_per_rank'] / 2**20:.1f} MiB",
                 f"{entry['seed_memory_mb']} MB" if "seed_memory_mb" in entry else "",
-            )  # fmt: skip
+            )
         console = runtime.make_console()
         console.print(table)
         for peer in peers:
             ours = next(
                 e for e in document["results"]
                 if e["name"] == unstructured.LAPLACIAN and e["ranks"] == peer["ranks"]
-            )  # fmt: skip
+            )
             console.print(
                 f"{args.petsc_grid}^3 Laplacian on {peer['ranks']} rank(s): PETSc "
                 f"{peer['iterations']} iterations, {peer['per_iteration'] * 1e3:.3f} ms per "

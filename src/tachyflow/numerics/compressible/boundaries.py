@@ -98,7 +98,7 @@ def slip_wall(U, metrics: BlockMetrics, side: str, start=None, stop=None) -> Non
 
 
 def far_field(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4,
-              start=None, stop=None) -> None:  # fmt: skip
+              start=None, stop=None) -> None:
     """Characteristic far field on ``side``; ``exterior``: primitive state(s) outside,
     ``(nvar,)`` or ``(nvar, cells along)`` for the cells ``start:stop``."""
     g = metrics.ghosts
@@ -144,7 +144,7 @@ def far_field(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4,
 
 
 def outflow(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4, start=None,
-            stop=None) -> None:  # fmt: skip
+            stop=None) -> None:
     """The ends of an H- or C-grid: where the adjacent cell flows out subsonically, the
     exterior pressure with density and velocity extrapolated (a boundary layer or wake
     leaves undisturbed); where it flows out supersonically, zero gradient; where it flows
@@ -171,7 +171,7 @@ def outflow(U, metrics: BlockMetrics, side: str, exterior, gamma: float = 1.4, s
 
 
 def point_vortex_state(free_stream, x, y, lift_coefficient: float, chord: float = 1.0,
-                       centre=(0.25, 0.0), nvar: int = 4) -> np.ndarray:  # fmt: skip
+                       centre=(0.25, 0.0), nvar: int = 4) -> np.ndarray:
     """Primitive far-field states at points ``(x, y)`` with the compressible point vortex
     of circulation ``0.5 |V| chord CL`` at ``centre`` added (isentropic, same total
     enthalpy)."""

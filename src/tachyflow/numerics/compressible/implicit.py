@@ -43,7 +43,7 @@ def conservative_flux(w, nx, ny, gamma, out):  # pragma: no cover - compiled
 
 @kernel
 def _subtract_neighbour(i, j, side, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner, gamma,
-                    w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
+                    w, f0, f1, acc):  # pragma: no cover - compiled
     """Subtract ``0.5 (dF . n - lambda dU)`` of one neighbour (its current increment) from
     ``acc``: side 0 east, 1 west, 2 north, 3 south."""
     nvar = U.shape[0]
@@ -78,13 +78,13 @@ def _subtract_neighbour(i, j, side, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut
 
 @kernel
 def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-                cut_partner, gamma, w, f0, f1, acc):  # pragma: no cover - compiled  # fmt: skip
+                cut_partner, gamma, w, f0, f1, acc):  # pragma: no cover - compiled
     nvar = U.shape[0]
     for k in range(nvar):
         acc[k] = -R[k, i, j]
     for side in range(4):
         _subtract_neighbour(i, j, side, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner,
-                            gamma, w, f0, f1, acc)  # fmt: skip
+                            gamma, w, f0, f1, acc)
     d = diagonal[i, j]
     for k in range(nvar):
         dU[k, i, j] = acc[k] / d
@@ -94,7 +94,7 @@ def _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, sy
 
 @kernel
 def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-               cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
+               cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled
     """``sweeps`` symmetric Gauss–Seidel sweep pairs over the owned cells of ``dU`` (its
     ghost values fixed); ``diagonal = area/dt + 0.5 sum lambda``; ``cut_partner[i, j]``
     (padded shape, -1 elsewhere): for a cell whose south neighbour across a wake cut is
@@ -108,15 +108,15 @@ def sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj,
         for i in range(g, ni - g):
             for j in range(g, nj - g):
                 _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi,
-                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)  # fmt: skip
+                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)
         for i in range(ni - g - 1, g - 1, -1):
             for j in range(nj - g - 1, g - 1, -1):
                 _relax_cell(i, j, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi,
-                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)  # fmt: skip
+                            sxj, syj, cut_partner, gamma, w, f0, f1, acc)
 
 
 def diagonal(area: np.ndarray, dt: np.ndarray, lam_i: np.ndarray, lam_j: np.ndarray,
-             physical_rate: float = 0.0):  # fmt: skip
+             physical_rate: float = 0.0):
     """``area * (1 / dt + physical_rate) + 0.5 * (sum of the four faces' lambda)`` per cell
     (padded arrays); ``physical_rate`` is the coefficient of ``U`` in the backward
     difference of dual time stepping (``3 / (2 dt_physical)`` for BDF2), 0 in pseudo time
@@ -195,7 +195,7 @@ def _solve_in_place(a, b):  # pragma: no cover - compiled
 
 @kernel
 def _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-                cut_partner, g, gamma, lower, upper, rhs, jac, w, f0, f1, acc):  # fmt: skip
+                cut_partner, g, gamma, lower, upper, rhs, jac, w, f0, f1, acc):
     """Solve the block-tridiagonal system of column ``i`` along j (Thomas algorithm): the
     j neighbours implicit through their flux Jacobians, the i neighbours and the column's
     ghost ends at their current increments."""
@@ -206,15 +206,15 @@ def _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, 
         for k in range(nvar):
             acc[k] = -R[k, i, j]
         _subtract_neighbour(i, j, 0, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner, gamma,
-                        w, f0, f1, acc)  # fmt: skip
+                        w, f0, f1, acc)
         _subtract_neighbour(i, j, 1, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner, gamma,
-                        w, f0, f1, acc)  # fmt: skip
+                        w, f0, f1, acc)
         if a == 0:
             _subtract_neighbour(i, j, 3, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner,
-                            gamma, w, f0, f1, acc)  # fmt: skip
+                            gamma, w, f0, f1, acc)
         if a == n - 1:
             _subtract_neighbour(i, j, 2, U, dU, lam_i, lam_j, sxi, syi, sxj, syj, cut_partner,
-                            gamma, w, f0, f1, acc)  # fmt: skip
+                            gamma, w, f0, f1, acc)
         for k in range(nvar):
             rhs[a, k, 0] = acc[k]
         # lower[a]: coefficient of dU[j - 1]; upper[a]: of dU[j + 1]
@@ -278,7 +278,7 @@ def _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, 
 
 @kernel
 def line_sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-                    cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled  # fmt: skip
+                    cut_partner, g, gamma, sweeps):  # pragma: no cover - compiled
     """As :func:`sgs_sweeps`, but each step of a sweep relaxes a whole grid line of
     constant i: the block-tridiagonal system along j (the wall-normal direction of a
     C-grid) is solved exactly, with the flux Jacobians of the j neighbours, so the thin
@@ -298,4 +298,4 @@ def line_sgs_sweeps(U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi,
         for step in range(2 * lines):  # forward in i, then backward
             i = g + step if step < lines else ni - g - 1 - (step - lines)
             _relax_line(i, U, R, dU, diagonal, source_implicit, lam_i, lam_j, sxi, syi, sxj, syj,
-                        cut_partner, g, gamma, lower, upper, rhs, jac, w, f0, f1, acc)  # fmt: skip
+                        cut_partner, g, gamma, lower, upper, rhs, jac, w, f0, f1, acc)

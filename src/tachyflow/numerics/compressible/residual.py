@@ -56,7 +56,7 @@ def convective_residual(Q, sx, sy, direction, g, scheme, limiter, parameter, gam
             numerical_flux(
                 scheme, left, right, sx[fi, fj] / length, sy[fi, fj] / length, gamma,
                 parameter, flux,
-            )  # fmt: skip
+            )
             before_i, before_j = fi - di, fj - dj
             owned_before = before_i >= g and before_j >= g
             owned_after = fi < ni - g and fj < nj - g
@@ -221,7 +221,7 @@ class FlowDiscretisation:
 
     def __init__(self, metrics: BlockMetrics, free_stream, scheme: str = "roe",
                  limiter: str = "van-albada", turbulence: str = "laminar",
-                 wall_distance=None, entropy_fix: float = 0.1):  # fmt: skip
+                 wall_distance=None, entropy_fix: float = 0.1):
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {scheme!r}")
         if limiter not in LIMITERS:
@@ -280,9 +280,9 @@ class FlowDiscretisation:
         R[...] = 0.0
         Q = self.primitives(U)
         convective_residual(Q, m.sxi, m.syi, 0, g, self.scheme, self.limiter, self.parameter,
-                            self.gamma, R)  # fmt: skip
+                            self.gamma, R)
         convective_residual(Q, m.sxj, m.syj, 1, g, self.scheme, self.limiter, self.parameter,
-                            self.gamma, R)  # fmt: skip
+                            self.gamma, R)
         if not self.viscous:
             return R
         self._transport(U)
@@ -293,10 +293,10 @@ class FlowDiscretisation:
         cell_gradients(W, m.sxi, m.syi, m.sxj, m.syj, m.area, g, self.grad)
         for direction, (sx, sy) in enumerate(((m.sxi, m.syi), (m.sxj, m.syj))):
             viscous_residual(W, self.grad, U, self.mu, self.mut, m.xc, m.yc, sx, sy, direction,
-                             g, self.gamma, PRANDTL, PRANDTL_TURBULENT, R)  # fmt: skip
+                             g, self.gamma, PRANDTL, PRANDTL_TURBULENT, R)
         if self.turbulent:
             turbulence_source(Q, self.grad, self.mu, m.area, self.wall_distance, g, R,
-                              self.source_implicit)  # fmt: skip
+                              self.source_implicit)
         return R
 
     def spectral_radii(self) -> None:
@@ -306,10 +306,10 @@ class FlowDiscretisation:
         for direction, (sx, sy, convective, viscous) in enumerate((
             (m.sxi, m.syi, self.convective_i, self.viscous_i),
             (m.sxj, m.syj, self.convective_j, self.viscous_j),
-        )):  # fmt: skip
+        )):
             face_spectral_radii(self.Q, self.mu, self.mut, m.xc, m.yc, sx, sy, direction, g,
                                 self.gamma, PRANDTL, PRANDTL_TURBULENT, convective,
-                                viscous)  # fmt: skip
+                                viscous)
 
     def local_time_step(self, cfl: float, along_i_only: bool = False) -> np.ndarray:
         """``cfl * area / (sum over the four faces of (Lc + 4 Lv) / 2)`` per cell (padded;
@@ -327,4 +327,4 @@ class FlowDiscretisation:
     def implicit_radii(self) -> tuple[np.ndarray, np.ndarray]:
         """Face coefficients ``Lc + 2 Lv`` of the approximate Jacobians of LU-SGS."""
         return (self.convective_i + 2.0 * self.viscous_i,
-                self.convective_j + 2.0 * self.viscous_j)  # fmt: skip
+                self.convective_j + 2.0 * self.viscous_j)

@@ -66,7 +66,7 @@ def wall_faces(Q, metrics, side: str, free_stream, start=None, stop=None) -> Wal
 
 
 def force_coefficients(faces: WallFaces, alpha_degrees: float, chord: float = 1.0,
-                       moment_centre=(0.25, 0.0)) -> dict:  # fmt: skip
+                       moment_centre=(0.25, 0.0)) -> dict:
     """``CL, CD, CM`` and their pressure (``_p``) and friction (``_f``) parts of the faces
     (sums over a block; add the dictionaries of several blocks part by part)."""
     alpha = np.radians(alpha_degrees)

@@ -68,7 +68,7 @@ class ImplicitStepper:
 
     def __init__(self, discretisation: FlowDiscretisation, sweeps: int = 1,
                  exchange_increment=None, cut_partner=None,
-                 line_implicit: bool = False):  # fmt: skip
+                 line_implicit: bool = False):
         if sweeps < 1:
             raise ValueError(f"sweeps must be >= 1, got {sweeps!r}")
         shape = discretisation.metrics.area.shape
@@ -85,7 +85,7 @@ class ImplicitStepper:
         self.increment = np.zeros((discretisation.nvar, *discretisation.metrics.area.shape))
 
     def step(self, U, cfl: float, fill_ghosts, residual=None,
-             physical_rate: float = 0.0) -> np.ndarray:  # fmt: skip
+             physical_rate: float = 0.0) -> np.ndarray:
         """Update ``U`` (ghosts filled) in place by one implicit step at ``cfl``; returns
         the residual ``R(U)`` of the state before the step. With dual time stepping
         ``residual`` is the unsteady residual and ``physical_rate`` the coefficient of
@@ -104,7 +104,7 @@ class ImplicitStepper:
                 self.exchange_increment(dU)
             self.kernel(U, R, dU, diagonal, disc.source_implicit, lam_i, lam_j,
                                 m.sxi, m.syi, m.sxj, m.syj, self.cut_partner, g, disc.gamma,
-                                1)  # fmt: skip
+                                1)
         owned = (slice(None), *m.owned)
         U[owned] += dU[owned]
         fill_ghosts(U)
@@ -154,7 +154,7 @@ class DualTimeStepper:
     """
 
     def __init__(self, stepper: ImplicitStepper, inner_iterations: int,
-                 inner_tolerance: float, global_sums):  # fmt: skip
+                 inner_tolerance: float, global_sums):
         if inner_iterations < 1:
             raise ValueError(f"inner_iterations must be >= 1, got {inner_iterations!r}")
         if not 0 < inner_tolerance < 1:

@@ -92,7 +92,7 @@ def diffusion_coefficient(mu, rho_nt):  # pragma: no cover - compiled
 def source_term(rho, nt, nu, vorticity, distance, grad_nt2=0.0) -> float:
     """:func:`source`'s first value, for checks."""
     return source(float(rho), float(nt), float(nu), float(vorticity), float(distance),
-                  float(grad_nt2))[0]  # fmt: skip
+                  float(grad_nt2))[0]
 
 
 def free_stream_nu_tilde(nu_inf: float, ratio: float = 3.0) -> float:

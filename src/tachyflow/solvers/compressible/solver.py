@@ -109,7 +109,7 @@ class CompressibleSolver(Solver):
         "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
         *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,
         "inner_iterations", "inner_residual_drop",
-    )  # fmt: skip
+    )
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> CompressibleSolver:
@@ -120,7 +120,7 @@ class CompressibleSolver(Solver):
             raise ConfigError(f"{config.source}: [compressible] grid: {error}") from None
         if grid.cells != tuple(section.cells):
             raise ConfigError(f"{config.source}: grid {section.grid!r} has {grid.cells} cells, "
-                              f"not compressible.cells = {section.cells}")  # fmt: skip
+                              f"not compressible.cells = {section.cells}")
         ni, nj = grid.cells
         blocks = _blocks(comm, ni, nj, grid.wake_cells, config.parallel.proc_grid)
         return cls(blocks, grid, section)
@@ -133,7 +133,7 @@ class CompressibleSolver(Solver):
         self.free_stream = FreeStream(
             section.mach, section.alpha, section.reynolds, section.temperature,
             section.nu_tilde_ratio,
-        )  # fmt: skip
+        )
         self.dual = section.time_stepping.startswith("dual-")
         self.steady = section.time_stepping in ("lu-sgs", "dp-sgs")
         self.clock = PhaseClock()
@@ -147,7 +147,7 @@ class CompressibleSolver(Solver):
         self.discretisation = FlowDiscretisation(
             metrics, self.free_stream, section.scheme, section.limiter, section.turbulence,
             wall_distance=distance, entropy_fix=section.entropy_fix,
-        )  # fmt: skip
+        )
         self.nvar = self.discretisation.nvar
         self.fields = ("rho", "u", "v", "p", "mach", *(("nu_tilde",) if turbulent else ()))
         sweeps = section.sweeps if section.time_stepping.endswith("dp-sgs") else 1
@@ -165,7 +165,7 @@ class CompressibleSolver(Solver):
         self.pseudo_iterations = 0
         self._far_field = self._far_field_points()
         self.U = conservative(self.free_stream.primitive(self.nvar)[:, None, None]
-                              * np.ones(metrics.area.shape))  # fmt: skip
+                              * np.ones(metrics.area.shape))
         self.coefficients = dict.fromkeys(COEFFICIENTS, 0.0)
         self.ghost_lift = 0.0  # the lift of the point vortex in the ghosts (see fill_ghosts)
         self.fill_ghosts(self.U)
@@ -415,7 +415,7 @@ class CompressibleSolver(Solver):
         g = self.metrics.ghosts
         ni, nj = self.blocks.block_shape
         corners = [Q[:, g - 1 + a : g + ni + a, g - 1 + b : g + nj + b] for a in (0, 1)
-                   for b in (0, 1)]  # fmt: skip
+                   for b in (0, 1)]
         return self._derived(0.25 * (corners[0] + corners[1] + corners[2] + corners[3]), name)
 
     def node_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
@@ -430,7 +430,7 @@ class CompressibleSolver(Solver):
         """This block's cells in the ``(ni, nj)`` grid."""
         blocks = self.blocks
         return PieceLayout((blocks.ni, blocks.nj), (blocks.i_range.start, blocks.j_range.start),
-                           blocks.block_shape)  # fmt: skip
+                           blocks.block_shape)
 
     def checkpoint_state(self):
         """This block's conserved variables (``rho`` ... ``rho_nt``, owned cells) and the
@@ -455,10 +455,10 @@ class CompressibleSolver(Solver):
             dual = self.dual_stepper
             if dual.previous is not None:
                 pieces.update({f"previous_{name}": np.ascontiguousarray(dual.previous[k][owned])
-                               for k, name in enumerate(names)})  # fmt: skip
+                               for k, name in enumerate(names)})
             scalars.update(pseudo_iterations=self.pseudo_iterations,
                            inner_iterations=dual.iterations,
-                           inner_residual_drop=dual.residual_drop)  # fmt: skip
+                           inner_residual_drop=dual.residual_drop)
         return pieces, scalars
 
     def restore_state(self, pieces, scalars) -> None:
@@ -549,7 +549,7 @@ class CompressibleSolver(Solver):
                 "limiter": s.limiter, "turbulence": s.turbulence,
                 "time_stepping": s.time_stepping,
             },
-        }  # fmt: skip
+        }
 
     def phase_seconds(self) -> dict[str, float]:
         """Seconds of the steps so far per phase of :data:`PHASES` (this rank), each

@@ -28,7 +28,7 @@ class Inflow:
     def __post_init__(self):
         if self.profile not in INFLOW_PROFILES:
             raise ValueError(f"inflow profile must be one of {INFLOW_PROFILES}, got "
-                             f"{self.profile!r}")  # fmt: skip
+                             f"{self.profile!r}")
         if not (math.isfinite(self.velocity) and self.velocity > 0):
             raise ValueError(f"inflow velocity must be positive, got {self.velocity!r}")
 
@@ -245,7 +245,7 @@ class PencilSolver(Solver):
         self.bodies = bodies
         self._forcing = tuple(
             immersed.forcing_stencil(bodies, self.immersed_points(name)) for name in "uvw"
-        ) if bodies else ()  # fmt: skip
+        ) if bodies else ()
         # A cell whose every face has its velocity prescribed (inside a body, forced, or a
         # wall) carries a mass source (Kim, Kim & Choi 2001): continuity is not imposed
         # there, so the projection does not push the forced velocity back (second order,

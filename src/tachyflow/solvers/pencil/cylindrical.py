@@ -55,7 +55,7 @@ from tachyflow.solvers.pencil.poisson import PhaseTimer, PoissonSolver
 
 INITIAL_CONDITIONS = (
     "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow"
-)  # fmt: skip
+)
 
 
 @register("cylindrical")
@@ -105,7 +105,7 @@ class CylindricalSolver(PencilSolver):
     statistics_columns = (
         "step", "time", "dt", "cfl", "kinetic_energy", "bulk_velocity", "wall_shear",
         "inner_torque", "outer_torque", "pressure_gradient", "max_divergence",
-    )  # fmt: skip
+    )
     # As the Cartesian solver, with the three θ-pencils of the pipelined θ solves.
     BYTES_PER_CELL, BASE_BYTES = 156, 300 * 2**20
 
@@ -190,7 +190,7 @@ class CylindricalSolver(PencilSolver):
         inner, outer = (float(value) for value in wall_rotation)
         # Wall speeds in the rotating frame: u_θ = (ω_wall - Ω) r.
         self.wall_speed = ((inner - self.rotation) * grid.inner_radius,
-                           (outer - self.rotation) * grid.radius)  # fmt: skip
+                           (outer - self.rotation) * grid.radius)
         self.forcing = forcing or Forcing()
         # No swirl in the inertial frame: u_θ = -Ω r in the frame.
         self._set_up_inflow(inflow, -self.rotation * grid.centres_y[:, None])
@@ -206,7 +206,7 @@ class CylindricalSolver(PencilSolver):
         self.poisson = PoissonSolver(
             decomposition, grid, self.transposer, planning=planning,
             overlap="poisson" in overlap, solution=self.halo.interior(self.potential),
-        )  # fmt: skip
+        )
         self.timer = PhaseTimer()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
         self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
@@ -235,7 +235,7 @@ class CylindricalSolver(PencilSolver):
         self.core_rows = (
             int(np.count_nonzero(grid.centres_y < theta_core_radius)) if theta_core_radius
             else nr
-        )  # fmt: skip
+        )
         rows = np.arange(z_pencil.start[1], z_pencil.stop[1])
         self._theta_implicit = rows < self.core_rows
         self._theta_lines = (
@@ -332,13 +332,13 @@ class CylindricalSolver(PencilSolver):
             stencils.advection(
                 self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation,
                 out=explicit,
-            )  # fmt: skip
+            )
         with self.timer("diffusion"):
             implicit = stencils.add_viscous(
                 self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
                 self._axis_vorticity(), self.core_rows, self.viscosity, explicit,
                 self._implicit_terms,
-            )  # fmt: skip
+            )
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
         if self.inflow is not None:
@@ -469,7 +469,7 @@ class CylindricalSolver(PencilSolver):
         return stencils.divergence(
             self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
             out=self.poisson.work, rows=rows,
-        )  # fmt: skip
+        )
 
     def _subtract_pressure_gradient(self, factor, shift=None) -> None:
         """``u -= factor ∇φ`` on the owned faces, ``u += shift[r]``, φ's part of the step's
@@ -477,7 +477,7 @@ class CylindricalSolver(PencilSolver):
         stencils.subtract_gradient(
             self.u, self.q, self.w, self.potential, self.metrics, self.dx, self.dt_theta,
             factor, shift, *self._pressure_part(factor),
-        )  # fmt: skip
+        )
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
         """The axial velocity a unit force adds in a substep, as a pressure gradient would
@@ -507,7 +507,7 @@ class CylindricalSolver(PencilSolver):
         rate = stencils.convective_rate(
             self.u, self.q, self.w, self.grid.centres_y, self.grid.widths_y, self.dx,
             self.dt_theta,
-        )  # fmt: skip
+        )
         return self.decomposition.maximum(rate)
 
     def nonfinite_field(self) -> str | None:
@@ -687,7 +687,7 @@ def _set_initial_condition(config, solver: CylindricalSolver) -> None:
     elif flow.initial == "inflow":  # the inflow everywhere, at rest in the inertial frame
         if solver.inflow is None:
             raise ConfigError(f"{config.source}: flow.initial = 'inflow' needs "
-                              "grid.x_boundaries = 'inflow-outflow'")  # fmt: skip
+                              "grid.x_boundaries = 'inflow-outflow'")
         profile = solver.inflow.axial_profile(solver.grid)[None, :, None]
         solver.set_velocity(profile, 0.0, lambda x, r, theta: -cylinder.rotation * r + 0 * x)
     elif flow.initial == "solid-body":  # turning with the outer wall, in the frame

@@ -112,7 +112,7 @@ class IncompressibleSolver(PencilSolver):
     statistics_columns = (
         "step", "time", "dt", "cfl", "kinetic_energy", "dissipation", "bulk_velocity",
         "wall_shear", "pressure_gradient", "max_divergence",
-    )  # fmt: skip
+    )
     # Measured peak RSS of 1-rank runs between 96^3 and 144^3 cells: about 105 bytes per
     # cell held by the distributed fields, FFT buffers and RK3 stages; 300 MB for Python and
     # libraries. Rank 0 gathers no whole field (outputs stream slabs of at most 8 MiB), so
@@ -145,7 +145,7 @@ class IncompressibleSolver(PencilSolver):
             decomposition, grid, config.flow.viscosity, forcing, planning=planning,
             inflow=inflow, wall_condition=grid_config.wall_condition,
             overlap="poisson" in config.parallel.overlap,
-        )  # fmt: skip
+        )
         set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
         return solver
@@ -185,7 +185,7 @@ class IncompressibleSolver(PencilSolver):
         self.poisson = PoissonSolver(
             decomposition, grid, planning=planning, overlap=overlap,
             solution=self.halo.interior(self.potential),
-        )  # fmt: skip
+        )
         self.timer = PhaseTimer()
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z
@@ -365,7 +365,7 @@ class IncompressibleSolver(PencilSolver):
                 stencils.add_viscous(
                     field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
                     out_y=implicit[index] if self.walls else None,
-                )  # fmt: skip
+                )
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
         if self.inflow is not None:
@@ -398,7 +398,7 @@ class IncompressibleSolver(PencilSolver):
         implicit = None
         if self.walls:
             implicit = (self._implicit_operator(False, alpha_dt),
-                        self._implicit_operator(True, alpha_dt))  # fmt: skip
+                        self._implicit_operator(True, alpha_dt))
         if self._velocity_planes is None:
             runs = max(1, min(numba.get_num_threads(), terms.shape[1]))
             self._velocity_planes = stencils.velocity_planes(terms.shape[1:], runs)
@@ -411,7 +411,7 @@ class IncompressibleSolver(PencilSolver):
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
                 forcing, dt, gamma, rho, alpha_dt, terms, implicit, self._velocity_planes,
                 divergence, 1.0 / alpha_dt, rows, self._z_whole,
-            )  # fmt: skip
+            )
         self._previous = terms
         self._divergence_taken = divergence is not None
 
@@ -470,20 +470,20 @@ class IncompressibleSolver(PencilSolver):
             return stencils.divergence(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
                 rows=rows,
-            )  # fmt: skip
+            )
         # The planes left read u's ghosts below in x (and, z split, w's in z: a whole
         # exchange came first); the first z cells of a split z, the neighbours' ghosts.
         left = stencils.planes_left_by_advance(work.shape[0], self._velocity_planes.shape[1])
         stencils.divergence_of_planes(
             self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
             self._z_whole, left, work, rows,
-        )  # fmt: skip
+        )
         if not self._z_whole:
             column = slice(0, 3)
             stencils.divergence(
                 self.u[:, :, column], self.v[:, :, column], self.w[:, :, column],
                 self.metrics, self.dx, self.dz, scale, out=work[:, :, :1],
-            )  # fmt: skip
+            )
         return work
 
     def _boundaries_before_projection(self) -> None:
@@ -501,7 +501,7 @@ class IncompressibleSolver(PencilSolver):
         stencils.subtract_gradient(
             self.u, self.v, self.w, self.potential, self.metrics, self.dx, self.dz, factor,
             self.walls, shift, *self._pressure_part(factor),
-        )  # fmt: skip
+        )
 
     def _flow_rate_response(self, alpha_dt: float) -> np.ndarray:
         """``(I - α Δt ν/2 ∂²_y)⁻¹ 1`` with walls (uniform without): the force acts like a
@@ -530,7 +530,7 @@ class IncompressibleSolver(PencilSolver):
         rate = stencils.convective_rate(
             interior(self.u), interior(self.v), interior(self.w), self.dx, self.grid.widths_y,
             self.dz,
-        )  # fmt: skip
+        )
         return self._max(rate)
 
     def cfl_number(self, dt: float) -> float:

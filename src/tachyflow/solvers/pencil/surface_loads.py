@@ -65,7 +65,7 @@ class SurfaceLoads:
 
     def __init__(self, solver, body, mesh, probe_cells: float = PROBE_CELLS):
         if not (isinstance(probe_cells, int | float) and math.isfinite(probe_cells)
-                and probe_cells > 0):  # fmt: skip
+                and probe_cells > 0):
             raise ValueError(f"probe_cells must be a positive number, got {probe_cells!r}")
         self.solver = solver
         decomposition, grid = solver.decomposition, solver.grid
@@ -88,12 +88,12 @@ class SurfaceLoads:
         self.exchange = NoiseSourceExchange(
             decomposition, grid, solver.halo, probes, np.concatenate([normals, normals]),
             np.tile(destination, 2), method="two-sided", sources=FlowValues(),
-        )  # fmt: skip
+        )
         mine = panel_share(count, rank, size)
         self.centres, self.normals, self.areas = centres[mine], normals[mine], areas[mine]
         # The body's rigid velocity field at the probes (its strain-free part of the flow).
         self.rigid = [np.asarray(body.velocity(self.centres + k * self.distance * self.normals),
-                                 dtype=float) for k in (1, 2)]  # fmt: skip
+                                 dtype=float) for k in (1, 2)]
 
     def loads(self) -> np.ndarray:
         """``[Fx, Fy, Fz, Mx, My, Mz]`` of the fluid on the surface, on every rank
@@ -102,7 +102,7 @@ class SurfaceLoads:
         flow = self.exchange.exchange(solver.u, solver.v, solver.w, solver.p)
         near, far = np.split(flow, 2)
         traction = wall_traction(near, far, self.normals, *self.rigid, solver.viscosity,
-                                 self.distance) * self.areas[:, None]  # fmt: skip
+                                 self.distance) * self.areas[:, None]
         moment = np.cross(self.centres, traction)
         return solver.decomposition.sum_arrays(
             np.concatenate([traction.sum(axis=0), moment.sum(axis=0)])

@@ -49,7 +49,7 @@ class PressureEquation(Solver):
     structured = False
     statistics_columns = (
         "step", "time", "dt", "cfl", "iterations", "residual", "seconds", "per_iteration",
-    )  # fmt: skip
+    )
 
     def __init__(self, solver: UnstructuredPressureSolver, section, mesh, mesh_name: str):
         self.solver = solver
@@ -73,7 +73,7 @@ class PressureEquation(Solver):
             comm, mesh, source=section.source, boundary_value=0.0,
             partition=config.mesh.partition, diagonal_shift=section.shift, halo=section.halo,
             reduction=section.reduction,
-        )  # fmt: skip
+        )
         return cls(solver, section, mesh, config.mesh.file)
 
     def step(self, dt: float) -> None:

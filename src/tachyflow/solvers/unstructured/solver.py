@@ -131,11 +131,11 @@ class UnstructuredPressureSolver:
         matrix = finite_volume.assemble_rows(
             owned, size, decomposition.face_cells, local["faces"], local["boundary_cells"],
             local["dirichlet"], diagonal_shift,
-        )  # fmt: skip
+        )
         self.rhs = finite_volume.right_hand_side(
             owned, local["volumes"], local["source"], local["boundary_cells"],
             local["dirichlet"], local["values"], local["areas"], local["fluxes"],
-        )  # fmt: skip
+        )
         self.matrix = matrix
         self.owned_columns = matrix[:, :owned].tocsr()
         self.halo_columns = matrix[decomposition.interior :, owned:].tocsr()
@@ -155,7 +155,7 @@ class UnstructuredPressureSolver:
         boundary = finite_volume.boundary_transmissibilities(
             centroids, mesh.boundary_cells, mesh.boundary_areas, mesh.boundary_normals,
             mesh.boundary_centroids,
-        )  # fmt: skip
+        )
         count = mesh.boundary_cells.size
         is_neumann = np.zeros(count, dtype=bool)
         if neumann is not None:
@@ -239,7 +239,7 @@ class UnstructuredPressureSolver:
             self._matvec, self.rhs, self.inverse_diagonal, self._reduce,
             capacity=self.decomposition.cells.size, rtol=rtol, atol=atol,
             max_iterations=max_iterations,
-        )  # fmt: skip
+        )
         elapsed = time.perf_counter() - started
         parts = np.array([elapsed, *self.timings.values()])
         slowest = self.decomposition.slowest(parts)  # the split of the rank that took longest
@@ -248,7 +248,7 @@ class UnstructuredPressureSolver:
         summary = SolveSummary(
             method, result.iterations, result.residual, float(slowest[0]), result.history,
             timings,
-        )  # fmt: skip
+        )
         return solution, summary
 
     def gather(self, owned_values: np.ndarray):
