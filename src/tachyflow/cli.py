@@ -71,4 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         if not command.uses_mpi:  # MPI never started: nothing to abort
             print(f"tachyflow: error: {type(error).__name__}: {error}", file=sys.stderr)
             return code
-        return runtime.abort_on_exception(error, code)
+        from tachyflow.parallel.agreement import agreed_rank
+
+        return runtime.abort_on_exception(error, code, agreed_rank(error))

@@ -281,10 +281,10 @@ def mpiexec_flavour(mpiexec: str) -> str:
     )
 
 
-def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[str]:
-    """The mpiexec command (without the program) that starts ``ranks`` ranks on the first
-    ``nodes`` emulated nodes, in blocks, over TCP (MPICH's Hydra or Open MPI's mpirun:
-    ``mpiexec``, else whichever :func:`tachyflow.runtime.find_mpiexec` finds)."""
+def launch_command(ranks: int, nodes: int, mpiexec: str) -> list[str]:
+    """The command (without the program) with which ``mpiexec`` (MPICH's Hydra or Open
+    MPI's mpirun) starts ``ranks`` ranks on the first ``nodes`` emulated nodes, in blocks,
+    over TCP."""
     state = read_state()
     if state is None or _namespaces() != state.namespaces:
         raise ClusterError(
@@ -295,9 +295,6 @@ def launch_command(ranks: int, nodes: int, mpiexec: str | None = None) -> list[s
         raise ClusterError(f"--nodes {nodes}: the emulated cluster has {state.nodes} nodes")
     if ranks < nodes:
         raise ClusterError(f"--nodes {nodes} needs at least {nodes} ranks, got -n {ranks}")
-    from tachyflow.runtime import find_mpiexec
-
-    mpiexec = mpiexec or find_mpiexec()
     per_node = -(-ranks // nodes)
     environment = {
         "TACHYFLOW_NETWORK": state.bandwidth or "unshaped",

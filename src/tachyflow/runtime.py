@@ -1,4 +1,13 @@
-"""MPI lifecycle: self-launch under ``mpiexec``, abort on any rank's exception, rank-0 output.
+"""MPI lifecycle: self-launch under ``mpiexec``, each rank's cores and threads, abort on any
+rank's exception, rank-0 output.
+
+Threads inside a rank (hybrid MPI + threads): the count comes from ``$TACHYFLOW_THREADS``
+(default 1: MPI ranks fill the cores), which ``tachyflow --threads T`` sets for its ranks
+together with ``$NUMBA_NUM_THREADS`` (numba reads it once, when imported: tachyflow sets it
+to 1 unless the user chose otherwise). The threaded kernels split their outermost loop
+(numba ``prange``) and FFTW plans take that many threads; each output point is computed by
+the same operations in the same order as on one thread, so threaded results equal serial
+ones bit for bit.
 
 Nothing here imports :mod:`mpi4py.MPI` at module import time: importing it initialises MPI,
 and a process that is about to relaunch itself under ``mpiexec`` must not do that first.
@@ -27,7 +36,6 @@ from rich.progress import (
 )
 
 from tachyflow.errors import ConfigError
-from tachyflow.numerics.threads import thread_environment, threads_per_rank, use_threads
 
 # Environment variables that launchers set in the processes they start: MPICH/Hydra and
 # Intel MPI (PMI_*), Open MPI (OMPI_*), PMIx launchers (prterun, srun --mpi=pmix), Slurm,
@@ -41,6 +49,64 @@ LAUNCHER_VARIABLES = (
     "PALS_RANKID",
     "MPI_LOCALNRANKS",
 )
+
+THREADS_VARIABLE = "TACHYFLOW_THREADS"
+
+
+def threads_per_rank(environ=None) -> int:
+    """The threads each rank's kernels use (``$TACHYFLOW_THREADS``, default 1).
+
+    Raises
+    ------
+    ValueError
+        When the variable is not a positive integer.
+    """
+    text = (os.environ if environ is None else environ).get(THREADS_VARIABLE, "1")
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"${THREADS_VARIABLE} = {text!r}: expected a positive integer")
+    return threads
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """The variables that give each rank ``threads`` threads: tachyflow's kernels (numba,
+    FFTW) and the BLAS/OpenMP libraries (HPL's panel updates)."""
+    value = str(threads)
+    return {
+        THREADS_VARIABLE: value,
+        "NUMBA_NUM_THREADS": value,
+        "OMP_NUM_THREADS": value,
+        "OPENBLAS_NUM_THREADS": value,
+        "MKL_NUM_THREADS": value,
+        # OpenMP's threads (numba's threading layer) otherwise spin after each parallel
+        # loop, taking the cores FFTW and the serial parts need: measured 32 ms per
+        # channel step at 64³ with spinning, 24 ms passive (1 rank, 2 threads).
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
+
+
+def use_threads(threads: int) -> None:
+    """Make numba's parallel kernels use ``threads`` threads in this process.
+
+    Raises
+    ------
+    ValueError
+        When numba was started with fewer (``$NUMBA_NUM_THREADS`` was read at import).
+    """
+    import numba
+
+    available = numba.config.NUMBA_NUM_THREADS
+    if threads > available:
+        raise ValueError(
+            f"{threads} threads per rank asked but numba was started with {available} "
+            f"($NUMBA_NUM_THREADS is read when numba is imported: set it to {threads} in "
+            "the ranks' environment, as `tachyflow --threads` does)"
+        )
+    numba.set_num_threads(threads)
+
 
 # One BLAS/OpenMP thread per rank unless the user says otherwise: ranks fill the cores,
 # and a threaded BLAS under MPI oversubscribes them (numpy's dot products slowed a CG
@@ -90,7 +156,7 @@ def launcher(ranks: int, nodes: int | None = None) -> list[str]:
         return [find_mpiexec(), "-n", str(ranks)]
     from tachyflow import cluster
 
-    return cluster.launch_command(ranks, nodes)
+    return cluster.launch_command(ranks, nodes, find_mpiexec())
 
 
 def relaunch(
@@ -377,23 +443,26 @@ class StopRequests:
             signal.signal(number, handler)
 
 
-def abort_on_exception(error: BaseException, exit_code: int = 1) -> int:
+def abort_on_exception(
+    error: BaseException, exit_code: int = 1, agreed_on: int | None = None
+) -> int:
     """Report ``error`` in one line and end the whole job.
 
     With more than one rank this calls ``MPI_Abort``: ranks blocked in a collective with the
     failing one are killed instead of hanging. Rank 0 reports first; other ranks wait a
     moment so that an error raised on every rank is printed once, not once per rank.
+    ``agreed_on`` is the rank an error every rank raised together came from
+    (:func:`tachyflow.parallel.agreement.agreed_rank`, read by the caller, which sits
+    above ``parallel``): rank 0 prints it once and every rank returns ``exit_code``,
+    without ``MPI_Abort``.
     """
-    from tachyflow.parallel.agreement import agreed_rank
-
     communicator = world()
     rank, size = communicator.Get_rank(), communicator.Get_size()
     message = str(error) or error.__class__.__name__
-    first = agreed_rank(error)
-    if first is not None:
+    if agreed_on is not None:
         # Every rank raised this error together: one line, and every rank ends alike.
         if rank == 0:
-            where = f" (on rank {first})" if size > 1 else ""
+            where = f" (on rank {agreed_on})" if size > 1 else ""
             sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")
             sys.stderr.flush()
         return exit_code

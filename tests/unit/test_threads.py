@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tachyflow.numerics.threads import thread_environment, threads_per_rank, use_threads
+from tachyflow.runtime import thread_environment, threads_per_rank, use_threads
 from tests.processes import command_environment
 
 # A few steps of a case (a channel: walls, stretching, every threaded kernel of the Cartesian
