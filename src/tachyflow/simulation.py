@@ -3,16 +3,30 @@
 The time loop alternates ``solver.step(dt)`` (any registered solver, through the
 :class:`~tachyflow.solvers.base.Solver` interface) with a divergence check and the case's
 observers (:mod:`tachyflow.observers`: statistics, checkpoints, images, fields,
-visualisation, acoustics, and plug-ins'). Output folder::
+visualisation, acoustics, and plug-ins'). Output folder, by what writes it::
 
-    config.toml     the resolved configuration
-    log.txt         what rank 0 printed, with times
-    stats.csv       step, time, dt, CFL, energy, dissipation, bulk velocity, wall shear, ...
-    timings.json    wall time per phase (FFT, transposes, TDMA, explicit terms, ...)
-    fields.bp/      ADIOS2 BP5 series of u, v, w, p at cell centres (Fides + VTX attributes)
-    fields.pvd      the same steps as VTK XML files in fields_vtk/ (.vti, or .vtr if stretched)
-    checkpoints/    step_XXXXXXXX.ckpt (the newest [output] checkpoints_kept)
-    images/         velocity slices and the statistics history (PNG)
+    config.toml     the resolved configuration (the run)
+    log.txt         what rank 0 printed, with times (statistics)
+    stats.csv       the solver's statistics: step, time, dt, CFL, ... (statistics)
+    timings.json    wall time per phase, the layout, each observer's summary (the run)
+    checkpoints/    step_XXXXXXXX.ckpt, the newest [output] checkpoints_kept (checkpoints)
+    images/         slices and the statistics history (images); forces.png (bodies),
+                    fan.png (fan), profiles.png (turbulence), Mach and pressure pictures
+                    of a block grid (block-images), the pictures and probe records of
+                    [[insitu.pipeline]] (visualisation)
+    fields.bp/      ADIOS2 BP5 series of the cell fields (Fides + VTX attributes), and
+    fields.pvd      the same steps as VTK XML files in fields_vtk/ (fields); on a block
+                    grid, .vts pieces per rank and .pvts per step (block-fields)
+    forces.csv      each immersed body's force and moment (bodies; fan: with thrust,
+                    torque, power, pressure rise and coefficients), fan.json (fan)
+    surface-loads.csv  a body's loads from its surface's traction (surface-loads)
+    wake-coefficients.csv, wake.json  an immersed cylinder's drag, lift, Strouhal
+                    number and recirculation length (cylinder-wake)
+    profiles.csv, statistics.json  turbulence statistics ([statistics]: turbulence)
+    acoustics/      FW-H signals, spectra and directivity at the observers (acoustics)
+    convergence.csv, summary.json, surface.csv  residuals and force coefficients of
+                    walls (aerodynamics)
+    solution.pvtu   an unstructured solver's solution (mesh-solution)
 """
 
 from __future__ import annotations
@@ -246,7 +260,7 @@ class Simulation:
                     checkpoint = str(observer.last or "")
         for observer in watchers:
             observer.close(self)
-        checkpoint = self.comm.bcast(checkpoint, root=0)
+        checkpoint = agreement.on_root(self.comm, lambda: checkpoint, share=True)
         self.log(f"stopped by {name} after step {self.solver.steps}")
         error = RunInterrupted(
             name, step=self.solver.steps, checkpoint=checkpoint, exit_code=128 + number
@@ -350,7 +364,7 @@ def _check_memory(solver, config: Config, ranks: int) -> None:
         return
     gib, cores = 2**30, os.cpu_count() or 1
     need = (
-        f"{config.source}: {'x'.join(map(str, config.grid.cells))} cells need about "
+        f"{config.source}: solver {config.case.solver!r} would need about "
         f"{each / gib:.1f} GiB on each of {ranks} rank(s) and {root / gib:.1f} GiB on rank 0 "
         f"(which also draws images); this node has "
         f"{available / gib:.1f} GiB available"

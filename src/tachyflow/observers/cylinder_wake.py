@@ -31,6 +31,9 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 from tachyflow.observers import Observer, ObserverState, register
+from tachyflow.parallel.pieces import gather_small
+from tachyflow.solvers.base import CARTESIAN_GRID, IMMERSED_BODIES
+from tachyflow.solvers.pencil.bodies import shape_class
 
 
 def upward_crossings(time: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -114,18 +117,14 @@ class CylinderWake(Observer):
     name = "cylinder-wake"
     every = 1
     needs_config = True
+    needs = frozenset({CARTESIAN_GRID, IMMERSED_BODIES})
 
     def __init__(self, config, body: str = "cylinder", average_from: float = 0.0):
         found = [section for section in config.immersed.body if section.name == body]
-        if (
-            len(found) != 1
-            or found[0].shape != "cylinder"
-            or config.case.solver != ("incompressible")
-        ):
+        if len(found) != 1 or not shape_class(found[0].shape).circular:
             raise ConfigError(
                 f"{config.source}: [observers.cylinder-wake] body must name one "
-                f"[[immersed.body]] of shape 'cylinder' on the incompressible solver, got "
-                f"{body!r}"
+                f"[[immersed.body]] of a circular shape ('cylinder'), got {body!r}"
             )
         section = found[0]
         if not np.allclose(np.abs(section.axis), (0.0, 0.0, 1.0)) or section.hollow:
@@ -169,10 +168,10 @@ class CylinderWake(Observer):
         weight = (self.centre[1] - centres[row - 1]) / (centres[row] - centres[row - 1])
         piece = None
         if pencil.size and pencil.start[2] == 0:  # the first z plane (the flow is 2D)
-            u = solver.halo.interior(solver.u)[:, :, 0]
+            u = solver.halo.interior(solver.staggered_fields()[0])[:, :, 0]
             line = (1.0 - weight) * u[:, row - 1] + weight * u[:, row]
             piece = (pencil.start[0], line)
-        pieces = solver.decomposition.comm.gather(piece)
+        pieces = gather_small(solver.decomposition.comm, piece)
         if pieces is None:
             return None
         found = sorted((piece for piece in pieces if piece is not None), key=lambda p: p[0])
