@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from tachyflow.bench import decomp_peer, peer_builds
+from tachyflow.bench.peers import builds as peer_builds
+from tachyflow.bench.peers import decomp as decomp_peer
 from tests.cli.test_cli import tachyflow
 
 

@@ -12,9 +12,9 @@ from pytest_mpi import parallel_assert
 
 from tachyflow import collectives
 from tachyflow.bench.hpl import run_hpl_benchmark
-from tachyflow.bench.hpl.solver import BROADCASTS, DistributedLU
 from tachyflow.numerics.lu import random_block
 from tachyflow.parallel.process_grid import ProcessGrid
+from tachyflow.programs.hpl.solver import BROADCASTS, DistributedLU
 
 
 def grids(size):

@@ -3,8 +3,8 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.npb import cg
-from tachyflow.bench.npb.common import report
+from tachyflow.programs.npb import cg
+from tachyflow.programs.npb.common import report
 
 
 def same_on_every_rank(comm, value) -> bool:

@@ -5,8 +5,8 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.npb import ep, integer_sort
-from tachyflow.bench.npb.common import report
+from tachyflow.programs.npb import ep, integer_sort
+from tachyflow.programs.npb.common import report
 
 
 def same_everywhere(comm, result):

@@ -5,10 +5,10 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.npb import ft
-from tachyflow.bench.npb.common import report
-from tachyflow.bench.npb.random import A, vranlc
 from tachyflow.parallel import PencilDecomposition, process_grids
+from tachyflow.programs.npb import ft
+from tachyflow.programs.npb.common import report
+from tachyflow.programs.npb.random import A, vranlc
 
 
 def _same_everywhere(comm, result) -> bool:

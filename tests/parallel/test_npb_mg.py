@@ -3,9 +3,9 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.bench.npb import mg
-from tachyflow.bench.npb.common import report
-from tachyflow.bench.npb.random import A, vranlc
+from tachyflow.programs.npb import mg
+from tachyflow.programs.npb.common import report
+from tachyflow.programs.npb.random import A, vranlc
 
 
 def supported(n, size):

@@ -9,8 +9,11 @@ import threading
 import pytest
 from mpi4py import MPI
 
-from tachyflow.bench import cans_peer, decomp_peer, npb, peer_builds
 from tachyflow.bench.harness import Candidate, measure, time_interleaved
+from tachyflow.bench.peers import builds as peer_builds
+from tachyflow.bench.peers import cans as cans_peer
+from tachyflow.bench.peers import decomp as decomp_peer
+from tachyflow.bench.peers import npb
 from tachyflow.bench.results import new_results
 
 

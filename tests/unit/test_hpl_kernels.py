@@ -156,8 +156,8 @@ def test_block_cyclic_refuses_bad_layouts():
 
 
 def test_command_offers_exactly_the_solver_broadcasts():
-    from tachyflow.bench.hpl.solver import BROADCASTS
     from tachyflow.commands.bench.hpl import BROADCAST_CHOICES, default_grid
+    from tachyflow.programs.hpl.solver import BROADCASTS
 
     assert set(BROADCAST_CHOICES) == set(BROADCASTS)
     assert [default_grid(r) for r in (1, 2, 3, 4, 6, 12)] == [
@@ -183,7 +183,7 @@ WR11C2R4        9999   192     1     2               1.00              9.000e+00
 
 
 def test_hpcc_input_and_output_are_read_as_hpl_writes_them():
-    from tachyflow.bench.hpl.peer import input_file, parse_output
+    from tachyflow.bench.peers.hpcc import input_file, parse_output
 
     text = input_file([3000, 500], 192, 1, 2).splitlines()
     assert text[4].split()[0] == "2" and text[5].split()[:2] == ["3000", "500"]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tachyflow.bench.npb.random import A, power, randlc, seed_after, vranlc
+from tachyflow.programs.npb.random import A, power, randlc, seed_after, vranlc
 
 
 def test_the_generator_is_the_46_bit_congruence_of_npb():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from tachyflow.bench import petsc_peer
+from tachyflow.bench.peers import petsc as petsc_peer
 
 
 def laplacian_1d(n: int) -> scipy.sparse.csr_array:

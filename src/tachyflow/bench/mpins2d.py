@@ -36,8 +36,8 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import config, runtime
-from tachyflow.bench import peer_builds
 from tachyflow.bench.harness import Candidate, measure
+from tachyflow.bench.peers import builds
 from tachyflow.bench.plots import file_stem, plot_samples
 from tachyflow.bench.results import new_results
 from tachyflow.solvers.compressible.solver import CompressibleSolver
@@ -195,7 +195,7 @@ def find_su2(environment=None) -> tuple[Path | None, str]:
         places.append(named / "SU2_CFD" if named.is_dir() else named)
     if environment.get("SU2_HOME"):
         places.append(Path(environment["SU2_HOME"]) / "bin" / "SU2_CFD")
-    places.append(peer_builds.build_folder(environment) / peer_builds.PROGRAMS["su2"][0])
+    places.append(builds.build_folder(environment) / builds.PROGRAMS["su2"][0])
     on_path = shutil.which("SU2_CFD", path=environment.get("PATH"))
     places += [Path(on_path)] if on_path else []
     for place in places:
@@ -204,7 +204,7 @@ def find_su2(environment=None) -> tuple[Path | None, str]:
     looked = ", ".join(str(p) for p in places) or "no $TACHYFLOW_SU2, $SU2_HOME or PATH entry"
     return None, (
         f"no SU2_CFD binary ({looked}): SU2 is in neither PyPI nor Debian; put its source "
-        f"archive (SU2-*.tar.gz) in ${peer_builds.SOURCES_VARIABLE} and run `make "
+        f"archive (SU2-*.tar.gz) in ${builds.SOURCES_VARIABLE} and run `make "
         "install-bench`, or set $TACHYFLOW_SU2 to a binary or $SU2_HOME to its prefix"
     )
 
@@ -289,7 +289,7 @@ def run_su2(binary, section, grid, ranks: int, folder, target: float, max_iterat
     if ranks > 1:
         # SU2 is built with Debian's MPICH (peers/build.sh): its launcher, as for the other
         # peers (`mpiexec` on PATH may be Open MPI's).
-        command = [*peer_builds.launcher(ranks), *command]
+        command = [*builds.launcher(ranks), *command]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start

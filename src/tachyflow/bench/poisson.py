@@ -6,7 +6,7 @@ walls in y), fields in y-pencils. Verified first on an exact discrete eigenfunct
 form. The peers, on the same grid and process grid, interleaved with ours sample by sample:
 
 - 2DECOMP&FFT v2.1.0 (Fortran, FFTW), built by ``make install-bench`` and run as its own
-  MPI job (:mod:`tachyflow.bench.decomp_peer`): a Poisson solve (r2c FFT, division by the
+  MPI job (:mod:`tachyflow.bench.peers.decomp`): a Poisson solve (r2c FFT, division by the
   eigenvalues of the second-order Laplacian, c2r; periodic in y too, since 2DECOMP&FFT has
   no Neumann transform: the same transform work, an FFT in y where ours solves
   tridiagonal systems) verified on an eigenfunction, and the bare r2c/c2r round trip;
@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from tachyflow import runtime
-from tachyflow.bench import decomp_peer, overlap, slabs
+from tachyflow.bench import overlap, slabs
 from tachyflow.bench.harness import PEER_INSTALL_HINT, Candidate, measure
+from tachyflow.bench.peers import decomp
 from tachyflow.bench.plots import file_stem, grid_title, plot_samples
 from tachyflow.bench.results import grid_params, new_results
 from tachyflow.bench.transpose import peer_available
@@ -122,7 +123,7 @@ def run_poisson_benchmark(
     """Measure Poisson solves; return the results document (collective over ``comm``).
 
     ``decomp_folder`` holds the pipes of a 2DECOMP&FFT driver started beside this job
-    (:func:`tachyflow.bench.decomp_peer.start`); without it that peer is recorded in
+    (:func:`tachyflow.bench.peers.decomp.start`); without it that peer is recorded in
     ``peers_missing`` with the reason.
     """
     comm = runtime.world() if comm is None else comm
@@ -143,7 +144,7 @@ def run_poisson_benchmark(
     cleanups = []
     missing = {}
     if peer and decomp_folder is not None:
-        found, close, why_not = decomp_peer.candidates(
+        found, close, why_not = decomp.candidates(
             decomp_folder, decomposition.global_shape, decomposition.proc_grid, LENGTHS, comm
         )
         candidates += found
@@ -151,7 +152,7 @@ def run_poisson_benchmark(
         if why_not:
             missing["2DECOMP&FFT"] = why_not
     elif peer:
-        missing["2DECOMP&FFT"] = decomp_peer.missing_reason()
+        missing["2DECOMP&FFT"] = decomp.missing_reason()
     if peer and peer_available():
         candidate, cleanup = _peer_candidate(
             comm, decomposition.global_shape, decomposition.proc_grid

@@ -14,7 +14,7 @@ the medians is kept as ``ratio_of_medians``).
 
 The peer, CaNS (built outside the repository by ``make install-bench``), runs the same
 channel on the same grid, process grid and Δt right after ours, as its own MPI job started
-by ``tachyflow bench step -n N`` (:mod:`tachyflow.bench.cans_peer`); its median step time
+by ``tachyflow bench step -n N`` (:mod:`tachyflow.bench.peers.cans`); its median step time
 over ours is ``speedup_vs_peer``, over the bound its ``ratio_to_memory_bound``.
 
 Ours is timed with blocking transposes (the default), overlapped ones, and overlapped with

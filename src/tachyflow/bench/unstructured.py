@@ -10,7 +10,7 @@ The command line runs one launch per rank count, then merges them
 (:func:`merge`): speedup and efficiency against one rank, communication share, and the
 memory column of Jeon & Choi's Table 2 beside ours. With ``--petsc-grid N`` every launch
 also solves the N³ 7-point Laplacian, and PETSc's KSPCG + PCJACOBI solves the same
-matrix as a separate process (:mod:`tachyflow.bench.petsc_peer`) for the ratio.
+matrix as a separate process (:mod:`tachyflow.bench.peers.petsc`) for the ratio.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from tachyflow import runtime
 from tachyflow.commands import EXIT_FAILURE, Benchmark, options, register, save_results
 from tachyflow.errors import ConfigError
 
-# The panel broadcasts (tachyflow.bench.hpl.solver.BROADCASTS), named here so that the
+# The panel broadcasts (tachyflow.programs.hpl.solver.BROADCASTS), named here so that the
 # parser does not import the solver.
 BROADCAST_CHOICES = ("binomial", "ring", "two-ring", "scatter-allgather", "native")
 
@@ -101,7 +101,7 @@ class HPL(Benchmark):
         from pathlib import Path
 
         from tachyflow.bench.hpl import compare_with_peer
-        from tachyflow.bench.hpl.peer import PEER_NAME, run_hpcc
+        from tachyflow.bench.peers.hpcc import PEER_NAME, run_hpcc
         from tachyflow.bench.results import read_results
 
         with tempfile.TemporaryDirectory(prefix="tachyflow-hpl-") as folder:

@@ -56,7 +56,7 @@ class NPB(Benchmark):
     def run(self, args) -> int:
         """``tachyflow bench npb``."""
         from tachyflow.bench import npb
-        from tachyflow.bench.npb.common import report
+        from tachyflow.programs.npb.common import report
 
         try:
             document, result = npb.run_npb_benchmark(
@@ -75,7 +75,7 @@ class NPB(Benchmark):
     def orchestrate(self, args, arguments) -> int:
         """``tachyflow bench npb -n N``: ours under mpiexec, then NPB's program: the one in
         ``--npb-bin``, else the one `make install-bench` built (else ``peers_missing``)."""
-        from tachyflow.bench import npb, peer_builds
+        from tachyflow.bench.peers import builds, npb
         from tachyflow.bench.results import read_results
 
         if args.npb_bin is not None and not Path(args.npb_bin).is_dir():
@@ -87,11 +87,11 @@ class NPB(Benchmark):
         path = Path(args.output) / f"npb_{args.kernel}_{problem_class}_{args.ranks}ranks.json"
         document = read_results(path)
         try:
-            binaries = args.npb_bin or peer_builds.find("npb")
+            binaries = args.npb_bin or builds.find("npb")
             peer = npb.run_npb_peer(
                 binaries, args.kernel, problem_class, args.ranks, args.npb_mpiexec
             )
-        except peer_builds.PeerMissing as missing:
+        except builds.PeerMissing as missing:
             return _without_peer(document, str(missing), args.output)
         except FileNotFoundError as missing:  # no program for this kernel and class
             return _without_peer(document, str(missing), args.output)

@@ -28,26 +28,27 @@ class Poisson(Benchmark):
 
     def orchestrate(self, args, arguments) -> int | None:
         """``-n N``: start 2DECOMP&FFT's driver on N ranks beside ours, when it is built."""
-        from tachyflow.bench import decomp_peer, peer_builds
+        from tachyflow.bench.peers import builds, decomp
 
         if args.no_peer or getattr(args, "nodes", None) is not None:
             return None
         try:
-            program = peer_builds.find("2decomp-fft")
-        except peer_builds.PeerMissing:
+            program = builds.find("2decomp-fft")
+        except builds.PeerMissing:
             return None  # the ranks record why
         with tempfile.TemporaryDirectory(prefix="tachyflow-2decomp-") as folder:
-            job = decomp_peer.start(args.ranks, folder, program)
+            job = decomp.start(args.ranks, folder, program)
             try:
                 return runtime.relaunch(
-                    args.ranks, arguments, {decomp_peer.FOLDER_VARIABLE: folder}
+                    args.ranks, arguments, {decomp.FOLDER_VARIABLE: folder}
                 )
             finally:
-                decomp_peer.stop(job)
+                decomp.stop(job)
 
     def run(self, args) -> int:
         """``tachyflow bench poisson``."""
-        from tachyflow.bench import decomp_peer, poisson
+        from tachyflow.bench import poisson
+        from tachyflow.bench.peers import decomp
 
         document = poisson.run_poisson_benchmark(
             args.grid,
@@ -56,6 +57,6 @@ class Poisson(Benchmark):
             args.warmup,
             peer=not args.no_peer,
             comm=runtime.world(),
-            decomp_folder=os.environ.get(decomp_peer.FOLDER_VARIABLE),
+            decomp_folder=os.environ.get(decomp.FOLDER_VARIABLE),
         )
         return report_benchmark(document, "Poisson solve", args.output)

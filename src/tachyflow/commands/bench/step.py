@@ -40,7 +40,7 @@ class Step(Benchmark):
 
     def orchestrate(self, args, arguments) -> int | None:
         """``-n N``: ours under mpiexec, then CaNS on the same case, and the ratio."""
-        from tachyflow.bench import cans_peer
+        from tachyflow.bench.peers import cans
         from tachyflow.bench.results import read_results
 
         if args.no_peer or getattr(args, "nodes", None) is not None:
@@ -51,8 +51,8 @@ class Step(Benchmark):
             if not found:
                 return code or EXIT_FAILURE
             document = read_results(found[0])
-        print(f"measuring peer {cans_peer.PEER_NAME} on the same case ...", flush=True)
-        cans_peer.measure_beside(document, args.ranks)
+        print(f"measuring peer {cans.PEER_NAME} on the same case ...", flush=True)
+        cans.measure_beside(document, args.ranks)
         json_path, _ = save_results(document, args.output)
         ours = document["results"][0]
         for peer in document["peers"]:
@@ -69,13 +69,14 @@ class Step(Benchmark):
 
     def run(self, args) -> int:
         """``tachyflow bench step``."""
-        from tachyflow.bench import cans_peer, step
+        from tachyflow.bench import step
+        from tachyflow.bench.peers import cans
 
         document = step.run_step_benchmark(
             args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world()
         )
         if not args.no_peer:
-            document["peers_missing"] = {cans_peer.PEER_NAME: cans_peer.NOT_BESIDE}
+            document["peers_missing"] = {cans.PEER_NAME: cans.NOT_BESIDE}
         code = report_benchmark(document, "channel time step", args.output)
         bound = document["model"]["memory_bound"]["median"]
         for entry in document["results"]:

@@ -91,7 +91,8 @@ class Unstructured(Benchmark):
 
         from rich.table import Table
 
-        from tachyflow.bench import petsc_peer, unstructured
+        from tachyflow.bench import unstructured
+        from tachyflow.bench.peers import petsc
         from tachyflow.bench.results import read_results
 
         documents = []
@@ -109,10 +110,10 @@ class Unstructured(Benchmark):
             if args.petsc_grid:
                 matrix, rhs = unstructured.laplacian_system(args.petsc_grid)
                 system = Path(folder) / "laplacian.npz"
-                petsc_peer.save_system(system, matrix, rhs)
+                petsc.save_system(system, matrix, rhs)
                 for ranks in args.ranks:
                     try:
-                        peer = petsc_peer.run_petsc_peer(system, ranks, rtol=args.tol)
+                        peer = petsc.run_petsc_peer(system, ranks, rtol=args.tol)
                     except (OSError, subprocess.CalledProcessError) as error:
                         print(f"PETSc not measured at {ranks} rank(s): {error}")
                         continue

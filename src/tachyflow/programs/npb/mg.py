@@ -26,9 +26,9 @@ import math
 import numpy as np
 from mpi4py import MPI
 
-from tachyflow.bench.npb.common import KernelResult
-from tachyflow.bench.npb.random import A, seed_after, vranlc
 from tachyflow.numerics.compiled import kernel
+from tachyflow.programs.npb.common import KernelResult
+from tachyflow.programs.npb.random import A, seed_after, vranlc
 
 SEED = 314159265.0
 CHARGES = 10  # NPB's mm: points set to +1 and to -1

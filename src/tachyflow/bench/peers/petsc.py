@@ -3,8 +3,8 @@
 PETSc comes from the system (Debian: ``apt-get install python3-petsc4py``), built against
 the system Open MPI, while tachyflow runs on the MPICH wheel in its virtual environment.
 The two MPI libraries cannot share a process, so the peer never runs inside ours: the
-matrix is saved to an ``.npz`` file (:func:`save_system`) and
-``peers/petsc_cg.py`` is started with the system Python under the system ``mpiexec``
+matrix is saved to an ``.npz`` file (:func:`save_system`) and ``petsc_cg.py`` (beside
+this module) is started with the system Python under the system ``mpiexec``
 (:func:`run_petsc_peer`), in an environment stripped of the virtual environment and of
 any launcher variables, so that neither side picks up the other's MPI.
 
@@ -174,7 +174,7 @@ def find_petsc() -> tuple[str, str] | None:
 
 
 def save_system(path: str | os.PathLike, matrix, rhs) -> Path:
-    """Write ``matrix`` (CSR) and ``rhs`` to the ``.npz`` that ``peers/petsc_cg.py`` reads.
+    """Write ``matrix`` (CSR) and ``rhs`` to the ``.npz`` that ``petsc_cg.py`` reads.
 
     The file is written under a temporary name in the same folder and then renamed over
     ``path``, so a reader never sees a half-written file and an interrupted write leaves
@@ -356,7 +356,7 @@ def run_petsc_peer(
     if environment is None:  # found moments ago; only a concurrent uninstall gets here
         raise OSError(f"{python} no longer imports petsc4py; {INSTALL_HINT}")
     launcher, environment = _launcher_command(mpiexec, ranks, environment)
-    with resources.as_file(resources.files("tachyflow.bench") / "peers" / "petsc_cg.py") as script:
+    with resources.as_file(resources.files("tachyflow.bench.peers") / "petsc_cg.py") as script:
         command = [
             *launcher,
             python,

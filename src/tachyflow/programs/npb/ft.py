@@ -34,11 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from tachyflow.bench.npb.common import KernelResult
-from tachyflow.bench.npb.random import A, power, randlc, vranlc
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.fft import AxisTransform, empty
 from tachyflow.parallel import PencilDecomposition, Transposer
+from tachyflow.programs.npb.common import KernelResult
+from tachyflow.programs.npb.random import A, power, randlc, vranlc
 
 SEED = 314159265.0
 ALPHA = 1.0e-6

@@ -18,9 +18,9 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import collectives
-from tachyflow.bench.npb.common import KernelResult
-from tachyflow.bench.npb.random import A, power, randlc, vranlc
 from tachyflow.numerics.compiled import kernel
+from tachyflow.programs.npb.common import KernelResult
+from tachyflow.programs.npb.random import A, power, randlc, vranlc
 
 MK = 16
 NK = 1 << MK  # pairs per batch

@@ -1,49 +1,20 @@
-"""The NAS Parallel Benchmark kernels (NPB 3.4.2), verified against NPB's official values.
+"""The peer of ``tachyflow bench npb``: NPB 3.4's own MPI programs, run with the same kernel,
+class and rank count as ours, and the summary they print read.
 
-``KERNELS`` maps the command-line names to the modules; each module has ``CLASSES`` and
-``run(problem_class, comm) -> KernelResult`` (see :mod:`tachyflow.bench.npb.common`).
-:func:`run_npb_benchmark` runs one kernel and makes the results document of
-``tachyflow bench npb``.
+:func:`npb_program` finds a program in the folder ``make install-bench`` built (or another);
+:func:`run_npb_peer` runs it in a scratch folder with the peers' launcher and returns the
+peers entry, from :func:`parse_npb_output`.
 """
 
 from __future__ import annotations
 
-import importlib
+import os
+import re
+import subprocess
+import tempfile
 from pathlib import Path
 
-from tachyflow import runtime
-from tachyflow.bench.results import new_results
-from tachyflow.io.figures import new_subplots, save_figure
-
-KERNELS = {
-    "cg": "cg",
-    "mg": "mg",
-    "ft": "ft",
-    "is": "integer_sort",
-    "ep": "ep",
-}
-
-
-def kernel_module(name: str):
-    """The module of kernel ``name`` (ValueError naming the choices)."""
-    if name not in KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {name!r}")
-    return importlib.import_module(f"tachyflow.bench.npb.{KERNELS[name]}")
-
-
-def run_npb_benchmark(kernel: str, problem_class: str, comm=None):
-    """Run one kernel at one class (collective): the results document and the result."""
-    comm = runtime.world() if comm is None else comm
-    module = kernel_module(kernel)
-    if problem_class not in module.CLASSES:
-        raise ValueError(
-            f"class must be one of {sorted(module.CLASSES)} for {kernel.upper()}, got "
-            f"{problem_class!r}"
-        )
-    result = module.run(problem_class, comm)
-    document = new_results("npb", {"kernel": kernel, "class": problem_class}, comm)
-    document["results"].append(result.to_entry())
-    return document, result
+from tachyflow.bench.peers import builds
 
 
 def npb_program(binaries, kernel: str, problem_class: str, ranks: int) -> Path:
@@ -77,8 +48,6 @@ def parse_npb_output(text: str) -> dict:
     ValueError
         A field is missing (the program failed before its summary).
     """
-    import re
-
     fields = {}
     for key, label in (
         ("mops_total", "Mop/s total"),
@@ -103,16 +72,10 @@ def run_npb_peer(
 ) -> dict:
     """Run NPB's own program for the same kernel, class and rank count (built outside the
     repository, see :func:`npb_program`) and read its summary: the peers entry. ``mpiexec``
-    starts it; by default the peers' launcher (:func:`tachyflow.bench.peer_builds.launcher`).
+    starts it; by default the peers' launcher (:func:`tachyflow.bench.peers.builds.launcher`).
     """
-    import os
-    import subprocess
-    import tempfile
-
-    from tachyflow.bench import peer_builds
-
     program = npb_program(binaries, kernel, problem_class, ranks)
-    launch = [mpiexec, "-n", str(ranks)] if mpiexec else peer_builds.launcher(ranks)
+    launch = [mpiexec, "-n", str(ranks)] if mpiexec else builds.launcher(ranks)
     # This NPB 3.4 release checkpoints its iterations (compressed copies of the solution in
     # PROGRAM.TIME.checkpoint/ of the working folder) unless MPI_NO_CHECKPOINT is set: that
     # would time file writes our kernels never make, and litter the caller's folder.
@@ -138,30 +101,3 @@ def run_npb_peer(
         "ranks": ranks,
         "program": str(program),
     }
-
-
-def stem(document: dict) -> str:
-    """File name stem: ``npb_cg_A_2ranks``."""
-    params = document["params"]
-    return f"npb_{params['kernel']}_{params['class']}_{document['mpi']['ranks']}ranks"
-
-
-def plot(document: dict, path):
-    """Mop/s (total and per process) of the verified runs, and the time split."""
-    figure, (rate, split) = new_subplots(1, 2, figsize=(10, 4))
-    entries = [e for e in document["results"] if e["verified"]]
-    labels = [f"{e['name']} ({e['ranks']} ranks)" for e in entries]
-    rate.bar(labels, [e["mops_total"] for e in entries], label="total")
-    rate.bar(labels, [e["mops_per_process"] for e in entries], label="per process", alpha=0.6)
-    rate.set_ylabel("Mop/s")
-    rate.legend(fontsize=8)
-    for index, entry in enumerate(document["results"]):
-        bottom = 0.0
-        for part, seconds in entry.get("timings", {}).items():
-            split.bar(index, seconds, bottom=bottom, label=part if index == 0 else None)
-            bottom += seconds
-    split.set_xticks(range(len(document["results"])), [e["name"] for e in document["results"]])
-    split.set_ylabel("seconds (slowest rank)")
-    split.legend(fontsize=8)
-    figure.suptitle("NAS Parallel Benchmarks (verified runs only carry Mop/s)", fontsize=10)
-    return save_figure(figure, path)

@@ -1,7 +1,7 @@
 """2DECOMP&FFT beside ``tachyflow bench poisson``: its driver served as an MPI job of its own.
 
-The driver (``peers/decomp_poisson.f90``, built against 2DECOMP&FFT v2.1.0 by
-``make install-bench``) runs on as many ranks as ours. Rank ``r`` of each job talks to rank
+The driver (``decomp_poisson.f90`` beside this module, built against 2DECOMP&FFT v2.1.0
+by ``make install-bench``) runs on as many ranks as ours. Rank ``r`` of each job talks to rank
 ``r`` of the other through two named pipes, ``command.r`` and ``reply.r``: tachyflow's rank
 asks for a sample (``poisson 1``), the driver times it inside its own job (barrier, calls,
 slowest rank) and answers with the seconds. So its samples interleave with ours one by one,
@@ -24,8 +24,8 @@ from pathlib import Path
 from mpi4py import MPI
 
 from tachyflow import runtime
-from tachyflow.bench import peer_builds
 from tachyflow.bench.harness import Candidate
+from tachyflow.bench.peers import builds
 
 FOLDER_VARIABLE = "TACHYFLOW_DECOMP_PEER"
 VERSION = "2.1.0"
@@ -38,17 +38,17 @@ TOLERANCE = 1e-10
 def start(ranks: int, folder, program: Path | None = None) -> subprocess.Popen:
     """Create the pipes in ``folder`` and start the driver on ``ranks`` ranks (not MPI).
 
-    Raises :class:`~tachyflow.bench.peer_builds.PeerMissing` when the driver is not built.
+    Raises :class:`~tachyflow.bench.peers.builds.PeerMissing` when the driver is not built.
     Its output goes to ``folder/driver.log``.
     """
-    program = peer_builds.find("2decomp-fft") if program is None else Path(program)
+    program = builds.find("2decomp-fft") if program is None else Path(program)
     folder = Path(folder)
     for rank in range(ranks):
         os.mkfifo(folder / f"command.{rank}")
         os.mkfifo(folder / f"reply.{rank}")
     with open(folder / "driver.log", "w") as log:
         return subprocess.Popen(
-            [*peer_builds.launcher(ranks), str(program), str(folder)],
+            [*builds.launcher(ranks), str(program), str(folder)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**runtime.ONE_THREAD_PER_RANK, **os.environ},
@@ -145,8 +145,8 @@ class DriverConnection:
 def missing_reason() -> str:
     """Why the driver is not beside this run (no ``$TACHYFLOW_DECOMP_PEER``)."""
     try:
-        peer_builds.find("2decomp-fft")
-    except peer_builds.PeerMissing as missing:
+        builds.find("2decomp-fft")
+    except builds.PeerMissing as missing:
         return str(missing)
     return (
         "not started: it runs as an MPI job of its own that `tachyflow bench poisson -n N` "

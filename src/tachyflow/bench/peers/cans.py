@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from tachyflow import runtime
-from tachyflow.bench import peer_builds
+from tachyflow.bench.peers import builds
 
 PEER_NAME = "CaNS"
 DIVERGENCE_TOLERANCE = 1e-9
@@ -143,17 +143,17 @@ def run_cans(
 
     Raises
     ------
-    tachyflow.bench.peer_builds.PeerMissing
+    tachyflow.bench.peers.builds.PeerMissing
         CaNS is not built.
     RuntimeError
         CaNS failed; the message has the end of its output.
     """
-    program = peer_builds.find("cans") if program is None else Path(program)
+    program = builds.find("cans") if program is None else Path(program)
     with tempfile.TemporaryDirectory(prefix="tachyflow-cans-") as folder:
         Path(folder, "input.nml").write_text(namelist)
         Path(folder, "data").mkdir()
         completed = subprocess.run(
-            [*peer_builds.launcher(ranks), str(program)],
+            [*builds.launcher(ranks), str(program)],
             cwd=folder,
             capture_output=True,
             text=True,
@@ -193,7 +193,7 @@ def measure_beside(document: dict, ranks: int) -> dict:
             params["proc_grid"],
         )
         entry = run_cans(ranks, namelist, params["warmup"])
-    except (peer_builds.PeerMissing, RuntimeError, OSError, subprocess.SubprocessError) as error:
+    except (builds.PeerMissing, RuntimeError, OSError, subprocess.SubprocessError) as error:
         missing[PEER_NAME] = str(error)
         return document
     missing.pop(PEER_NAME, None)

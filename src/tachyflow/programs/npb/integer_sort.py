@@ -17,9 +17,9 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import collectives
-from tachyflow.bench.npb.common import KernelResult
-from tachyflow.bench.npb.random import A, randlc, seed_after
 from tachyflow.numerics.compiled import kernel
+from tachyflow.programs.npb.common import KernelResult
+from tachyflow.programs.npb.random import A, randlc, seed_after
 
 SEED = 314159265.0
 MAX_ITERATIONS = 10

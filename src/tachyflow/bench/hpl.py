@@ -1,10 +1,11 @@
 """``tachyflow bench hpl``: High-Performance Linpack, ours against Debian's HPCC.
 
-:func:`run_hpl_benchmark` solves HPL's random system (:mod:`~tachyflow.bench.hpl.solver`)
+:func:`run_hpl_benchmark` solves HPL's random system (:mod:`tachyflow.programs.hpl.solver`)
 for each order N and panel broadcast, times factorisation plus solve as HPL does (slowest
 rank, median of the repeats), checks HPL's scaled residual and makes the results
-document; :mod:`~tachyflow.bench.hpl.peer` runs HPL inside Debian's ``hpcc`` on the same
-N, NB and P × Q. GFLOP/s are HPL's: ``(2/3 N³ + 3/2 N²) / time``.
+document; :mod:`tachyflow.bench.peers.hpcc` runs HPL inside Debian's ``hpcc`` on the same
+N, NB and P × Q, and :func:`compare_with_peer` sets the ratio. GFLOP/s are HPL's:
+``(2/3 N³ + 3/2 N²) / time`` (:func:`hpl_flops`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ def run_hpl_benchmark(
     """
     from mpi4py import MPI
 
-    from tachyflow.bench.hpl.solver import BROADCASTS, DistributedLU
     from tachyflow.numerics.lu import random_block
     from tachyflow.parallel.process_grid import ProcessGrid
+    from tachyflow.programs.hpl.solver import BROADCASTS, DistributedLU
 
     if repeats < 1:
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")

@@ -25,10 +25,10 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import collectives
-from tachyflow.bench.npb.common import KernelResult
-from tachyflow.bench.npb.random import A as AMULT
-from tachyflow.bench.npb.random import randlc
 from tachyflow.numerics.compiled import kernel
+from tachyflow.programs.npb.common import KernelResult
+from tachyflow.programs.npb.random import A as AMULT
+from tachyflow.programs.npb.random import randlc
 
 TRAN = 314159265.0  # NPB's seed of the matrix generator
 RCOND = 0.1  # the smallest eigenvalue of the generated matrix before the shift
