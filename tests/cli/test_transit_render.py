@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from tachyflow import config
 from tests.cli.test_cli import tachyflow
 from tests.processes import command_environment
 
@@ -100,7 +101,7 @@ def test_a_second_reader_of_the_same_index_into_the_same_folder_is_refused(tmp_p
     pictures = tmp_path / "pictures"
     first = RunFolderLock(pictures, ".tachyflow-transit-reader-0.lock", "transit-render reader 0")
     with pytest.raises(FolderInUseError, match="in use by a live transit-render reader 0"):
-        render_in_transit(tmp_path / "run", 0, 1, timeout=1, output=pictures)
+        render_in_transit(tmp_path / "run", config.load, 0, 1, timeout=1, output=pictures)
     assert not (tmp_path / "run").exists()  # refused before attaching or writing anything
     first.release()
 

@@ -1,6 +1,7 @@
 """Commands and observers registered from outside the package, as users extend tachyflow."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -125,3 +126,67 @@ FIXED = {
 def test_an_observers_table_must_be_a_table():
     with pytest.raises(ConfigError, match=r"\[observers\] holds only tables"):
         config.parse("[observers]\nstep-log = 3\n")
+
+
+DECAY = """
+[case]
+name = "decay"
+solver = "decay"
+[decay]
+rate = 2.0
+scheme = "euler"
+[time]
+steps = 5
+dt = 0.1
+[output]
+statistics_every = 1
+"""
+
+
+def test_a_plug_in_solver_reads_its_own_table(tmp_path):
+    (tmp_path / "case.toml").write_text(DECAY)
+    result = tachyflow("run", "case.toml", "-n", "2", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    last = (tmp_path / "out" / "stats.csv").read_text().split()[-1].split(",")
+    assert float(last[-1]) == pytest.approx(0.8**5, rel=1e-12)
+    written = (tmp_path / "out" / "config.toml").read_text()
+    assert "[decay]" in written and "[grid]" not in written and "[flow]" not in written
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("[decay]\nrate = 2.0\nhalf_life = 1.0\n", r"unknown key 'decay\.half_life'"),
+        ('[decay]\nscheme = "rk4"\n', r"'decay\.scheme' must be one of \('euler', 'exact'\)"),
+        ("[decay]\nrate = -1.0\n", r"'decay\.rate' must be positive"),
+        ('[decay]\nrate = 30.0\nscheme = "euler"\n', r"'time\.dt' must be < 2 / decay\.rate"),
+        ("[grid]\ncells = [4, 4, 4]\n",
+         r"unknown section \[grid\] \(solver 'decay' reads .*\[decay\]"),
+        ("[statistics]\nevery = 1\n", r"\[statistics\] needs pencil-fields, which solver 'decay'"),
+    ],
+)
+def test_a_plug_in_solver_s_options_are_checked_like_the_built_ins(tmp_path, extra, message):
+    base = '[case]\nsolver = "decay"\n[time]\nsteps = 2\ndt = 0.1\n'
+    (tmp_path / "case.toml").write_text(base + extra)
+    result = tachyflow("run", "case.toml", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert re.search(message, result.stderr), result.stderr
+
+
+def test_a_plug_in_pipeline_kind_reads_its_own_keys(tmp_path):
+    marker = (
+        '[[insitu.pipeline]]\nname = "m"\nkind = "marker"\ntext = "hi"\nrepeat = 2\nevery = 3\n'
+    )
+    (tmp_path / "case.toml").write_text(CASE.replace("[observers.step-log]\nevery = 3\n", marker))
+    result = tachyflow("run", "case.toml", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (written,) = (tmp_path / "out").rglob("marker_m.txt")
+    assert written.read_text().split("\n")[:2] == ["hi hi 3", "hi hi 6"]
+    # Its keys are its own: a slice's key is unknown to it, and its own are checked.
+    for bad, expected in (('plane = "xy"\n', r"unknown key 'insitu\.pipeline\.plane'"),
+                          ("repeat = 0\n", r"'insitu\.pipeline\.repeat' must be >= 1")):
+        (tmp_path / "bad.toml").write_text(
+            CASE.replace("[observers.step-log]\nevery = 3\n", marker.replace("repeat = 2\n", bad))
+        )
+        refused = tachyflow("run", "bad.toml", "-o", "bad", cwd=tmp_path)
+        assert refused.returncode == 2 and re.search(expected, refused.stderr), refused.stderr

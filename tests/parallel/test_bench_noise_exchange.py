@@ -9,7 +9,7 @@ from tachyflow.bench.noise_exchange import variants
 from tachyflow.bench.report import write_report
 from tachyflow.cli import main
 from tachyflow.commands import results_modules
-from tachyflow.parallel.sparse_gather import PHASES
+from tachyflow.parallel.noise_exchange import PHASES
 
 
 @pytest.mark.parallel(nprocs=2)

@@ -7,7 +7,7 @@ from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.interpolation import interpolation_stencils, stencil_source_terms
 from tachyflow.parallel import HaloExchange, PencilDecomposition
-from tachyflow.parallel.sparse_gather import METHODS, SYNC_MODES, NoiseSourceExchange
+from tachyflow.parallel.noise_exchange import METHODS, SYNC_MODES, NoiseSourceExchange
 
 RHO0, P0 = 1.2, 0.3
 VARIANTS = [("two-sided", "lock")] + [

@@ -9,7 +9,8 @@ import pytest
 from mpi4py import MPI
 from pytest_mpi import parallel_assert
 
-from tachyflow.numerics.airfoil_grids import c_grid, naca4
+from tachyflow.numerics.airfoil_grids import c_grid
+from tachyflow.numerics.airfoils import naca4
 from tachyflow.parallel.structured_blocks import (
     StructuredBlocks,
     block_grids,

@@ -7,11 +7,12 @@ from tachyflow.numerics.airfoil_grids import (
     StructuredGrid,
     c_grid,
     flat_plate_h_grid,
-    flat_plate_skin_friction,
     grid_quality,
-    naca4,
+)
+from tachyflow.numerics.airfoils import naca4, rae2822
+from tachyflow.numerics.stretching import (
+    flat_plate_skin_friction,
     one_sided_stretching,
-    rae2822,
     two_sided_stretching,
     wall_spacing_for_yplus,
 )

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from tachyflow.numerics.airfoil_grids import (
+from tachyflow.numerics.airfoils import (
     a10_mean_line,
     naca65_010_half_thickness,
     naca65_010_ordinates,

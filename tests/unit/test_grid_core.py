@@ -68,7 +68,7 @@ core_cells = {core}
     [
         ("incompressible", 20, 5, "core_cells"),
         ("incompressible", 20, 2, "core_cells"),  # coarser than the cells outside
-        ("cylindrical", 20, 10, "core_cells"),
+        ("cylindrical", 20, 10, r"unknown key 'grid\.(lengths|walls|core)"),  # Cartesian keys
     ],
 )
 def test_case_checks_the_core(solver, ny, core, match):

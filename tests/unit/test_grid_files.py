@@ -14,7 +14,8 @@ from tachyflow.errors import ConfigError
 from tachyflow.io.cgns import read_cgns, write_cgns
 from tachyflow.io.grid_files import read_grid_file
 from tachyflow.io.plot3d import write_plot3d
-from tachyflow.numerics.airfoil_grids import c_grid, flat_plate_h_grid, naca4, rae2822
+from tachyflow.numerics.airfoil_grids import c_grid, flat_plate_h_grid
+from tachyflow.numerics.airfoils import naca4, rae2822
 from tachyflow.numerics.grid_topology import grid_from_nodes
 from tachyflow.solvers.compressible.grids import build_grid
 

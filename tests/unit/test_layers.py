@@ -28,14 +28,6 @@ from tachyflow import layers
 PACKAGE = Path(layers.__file__).parent
 ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
-# Violations in areas that others are changing, each with its owner: the lead empties this.
-# An entry that no longer occurs fails the test too, so the list cannot go stale.
-KNOWN = {
-    "insitu.transit_render imports config (domain -> setup)": "the lead (config, insitu)",
-    "circle of rooms: config, insitu": "the lead (config, insitu)",
-    "circle of modules: tachyflow.insitu.options, tachyflow.insitu.pipelines": "the lead",
-    "solvers.pencil.surface_loads imports acoustics (domain -> domain)": "the numerics helper",
-}
 
 # Names that hold a communicator in the drivers: comm, self.comm, world_comm, COMM_WORLD.
 COMMUNICATOR = re.compile(r"^(comm|communicator|\w+_comm|comm_\w+|COMM_\w+)$")
@@ -195,16 +187,9 @@ def report(findings: dict[str, list[str]]) -> str:
     )
 
 
-def test_the_package_breaks_no_rule_outside_the_known_list():
+def test_the_package_breaks_no_rule():
     findings = {**violations(PACKAGE), **table_differences(PACKAGE)}
-    new = {finding: where for finding, where in findings.items() if finding not in KNOWN}
-    assert not new, "imports against tachyflow.layers:\n" + report(new)
-
-
-def test_every_known_violation_still_occurs():
-    findings = {**violations(PACKAGE), **table_differences(PACKAGE)}
-    gone = sorted(set(KNOWN) - set(findings))
-    assert not gone, "fixed, so take them out of KNOWN:\n" + "\n".join(gone)
+    assert not findings, "imports against tachyflow.layers:\n" + report(findings)
 
 
 def test_the_drawing_in_the_architecture_page_is_the_tables():

@@ -259,7 +259,7 @@ def test_factored_tridiagonal_matches_the_general_solver():
 
 
 def test_y_weighted_sum_equals_numpy_on_a_strided_view():
-    from tachyflow.numerics.stencils import y_weighted_sum
+    from tachyflow.numerics.reductions import y_weighted_sum
 
     rng = np.random.default_rng(8)
     ghosted, weights = rng.standard_normal((6, 7, 8)), rng.uniform(size=5)
@@ -271,7 +271,7 @@ def test_y_weighted_sum_equals_numpy_on_a_strided_view():
 
 
 def test_convective_rate_and_finiteness_in_one_pass_equal_numpy_on_strided_views():
-    from tachyflow.numerics.stencils import all_finite, convective_rate
+    from tachyflow.numerics.reductions import all_finite, convective_rate
 
     rng = np.random.default_rng(3)
     ghosted = [rng.standard_normal((7, 6, 11)) for _ in range(3)]  # 9 owned in z: a remainder
@@ -296,12 +296,8 @@ def test_convective_rate_and_finiteness_in_one_pass_equal_numpy_on_strided_views
 
 
 def test_energy_and_dot_sums_in_one_pass_equal_the_numpy_sums_bit_for_bit():
-    from tachyflow.numerics.stencils import (
-        centred_energy_sum,
-        shifted,
-        y_weighted_dot,
-        y_weighted_sum,
-    )
+    from tachyflow.numerics.reductions import centred_energy_sum, y_weighted_dot, y_weighted_sum
+    from tachyflow.numerics.stencils import shifted
 
     rng = np.random.default_rng(4)
     u, v, w = (rng.standard_normal((6, 5, 11)) for _ in range(3))  # 9 owned in z
@@ -377,13 +373,8 @@ def test_divergence_pass_sums_the_rows_and_gradient_pass_shifts_them():
     """The flow-rate force's parts: the divergence pass's row sums give the bulk exactly as
     ``y_weighted_sum`` does; the gradient pass's shift equals adding the rows afterwards."""
     from tachyflow.numerics.grid import StaggeredGrid
-    from tachyflow.numerics.stencils import (
-        YMetrics,
-        divergence,
-        subtract_gradient,
-        weighted_rows_total,
-        y_weighted_sum,
-    )
+    from tachyflow.numerics.reductions import weighted_rows_total, y_weighted_sum
+    from tachyflow.numerics.stencils import YMetrics, divergence, subtract_gradient
 
     rng = np.random.default_rng(12)
     grid = StaggeredGrid((4, 6, 7), (1.0, 2.0, 1.5), periodic_y=False, stretching=1.2)
@@ -428,10 +419,10 @@ def test_divergence_pass_sums_the_rows_and_gradient_pass_shifts_them():
 
 
 def test_velocity_terms_components_are_c_ordered_and_staggered_off_4k_multiples():
-    from tachyflow.numerics import stencils
+    from tachyflow.numerics.velocity_update import TERMS_STAGGER, velocity_terms
 
     for shape in ((64, 128, 128), (3, 5, 7), (0, 4, 4)):
-        terms = stencils.velocity_terms(shape)
+        terms = velocity_terms(shape)
         assert terms.shape == (3, *shape)
         starts = [component.ctypes.data for component in terms]
         for component in terms:
@@ -440,7 +431,7 @@ def test_velocity_terms_components_are_c_ordered_and_staggered_off_4k_multiples(
         # Each component apart from the one before by TERMS_STAGGER past a page multiple;
         # no two overlap.
         for before, after in itertools.pairwise(starts):
-            assert (after - before) % 4096 == stencils.TERMS_STAGGER
+            assert (after - before) % 4096 == TERMS_STAGGER
             assert after - before >= 8 * int(np.prod(shape))
         terms[...] = np.arange(terms.size).reshape(terms.shape)
         assert np.array_equal(terms.ravel(), np.arange(terms.size))
@@ -453,6 +444,13 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
     # planes (empty ones), must give the same bits as one run and as the separate passes.
     from tachyflow.numerics import stencils
     from tachyflow.numerics.tdma import FactoredTridiagonal
+    from tachyflow.numerics.velocity_update import (
+        advance_velocity,
+        divergence_of_planes,
+        planes_left_by_advance,
+        velocity_planes,
+        velocity_terms,
+    )
 
     rng = np.random.default_rng(11)
     nx, ny, nz = 5, 7, 6
@@ -488,11 +486,11 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
     for runs in (1, 2, nx, nx + 2):
         updated = [field.copy() for field in fields]
         # A plain array, and the solver's (components 4K-staggered: the same values).
-        terms = previous.copy() if runs % 2 else stencils.velocity_terms((nx, ny, nz))
+        terms = previous.copy() if runs % 2 else velocity_terms((nx, ny, nz))
         terms[...] = previous
-        planes = stencils.velocity_planes((nx, ny, nz), runs)
-        stencils.advance_velocity(*updated, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, terms, operators, planes)
+        planes = velocity_planes((nx, ny, nz), runs)
+        advance_velocity(*updated, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                         alpha_dt, terms, operators, planes)
         assert np.array_equal(terms, explicit), runs
         for result, reference in zip(updated, expected, strict=True):
             assert np.array_equal(result, reference), runs
@@ -513,41 +511,41 @@ def test_fused_velocity_update_equals_the_separate_kernels_in_any_runs_of_planes
         for runs in (1, 2, nx):
             updated = [field.copy() for field in fields]
             divergence, rows = np.full((nx, ny, nz), np.nan), np.full((nx, ny), np.nan)
-            stencils.advance_velocity(
+            advance_velocity(
                 *updated, metrics, dx, dz, nu, forcing, dt, gamma, rho, alpha_dt,
-                previous.copy(), operators, stencils.velocity_planes((nx, ny, nz), runs),
+                previous.copy(), operators, velocity_planes((nx, ny, nz), runs),
                 divergence, 1.7, rows, z_wraps,
             )
-            left = stencils.planes_left_by_advance(nx, runs)
+            left = planes_left_by_advance(nx, runs)
             taken = [plane for plane in range(nx) if plane not in left]
             assert taken or runs > 1
             assert np.array_equal(divergence[taken, :, first:], reference[taken, :, first:])
             assert np.array_equal(rows[taken], reference_rows[taken])
             # The planes left, from the owned values and the ghosts below (u's in x).
-            stencils.divergence_of_planes(*updated, metrics, dx, dz, 1.7, walls, z_wraps,
-                                          left, divergence, rows)
+            divergence_of_planes(*updated, metrics, dx, dz, 1.7, walls, z_wraps,
+                                 left, divergence, rows)
             assert np.array_equal(divergence, reference) and np.array_equal(rows, reference_rows)
     with pytest.raises(ValueError, match=r"planes must be owned x-planes 0\.\.4"):
-        stencils.divergence_of_planes(*fields, metrics, dx, dz, 1.0, walls, True, [5],
-                                      np.empty((nx, ny, nz)))
-    assert stencils.planes_left_by_advance(5, 1) == [0, 1, 4]
-    assert stencils.planes_left_by_advance(5, 2) == [0, 1, 2, 3, 4]
+        divergence_of_planes(*fields, metrics, dx, dz, 1.0, walls, True, [5],
+                             np.empty((nx, ny, nz)))
+    assert planes_left_by_advance(5, 1) == [0, 1, 4]
+    assert planes_left_by_advance(5, 2) == [0, 1, 2, 3, 4]
     # The first substep reads no previous terms.
     terms = np.full_like(previous, np.nan)
-    stencils.advance_velocity(*[f.copy() for f in fields], metrics, dx, dz, nu, forcing, dt,
-                              gamma, 0.0, alpha_dt, terms, operators)
+    advance_velocity(*[f.copy() for f in fields], metrics, dx, dz, nu, forcing, dt,
+                     gamma, 0.0, alpha_dt, terms, operators)
     assert np.array_equal(terms, explicit)
 
     with pytest.raises(ValueError, match="planes has shape"):
-        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, previous.copy(), operators,
-                                  np.empty((3, 1, 3, ny, nz + 1)))
+        advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                         alpha_dt, previous.copy(), operators,
+                         np.empty((3, 1, 3, ny, nz + 1)))
     with pytest.raises(ValueError, match="terms has shape"):
-        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, previous[:, 1:], operators)
+        advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                         alpha_dt, previous[:, 1:], operators)
     with pytest.raises(ValueError, match="runs must be at least 1"):
-        stencils.velocity_planes((nx, ny, nz), 0)
+        velocity_planes((nx, ny, nz), 0)
     short = FactoredTridiagonal(*(band[1:] for band in bands[0]))
     with pytest.raises(ValueError, match="the implicit operators must have 7 rows"):
-        stencils.advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
-                                  alpha_dt, previous.copy(), (short, short))
+        advance_velocity(*fields, metrics, dx, dz, nu, forcing, dt, gamma, rho,
+                         alpha_dt, previous.copy(), (short, short))

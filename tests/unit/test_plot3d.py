@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tachyflow.io.plot3d import read_plot3d, su2_connectivity, write_plot3d, write_su2
-from tachyflow.numerics.airfoil_grids import c_grid, flat_plate_h_grid, naca4
+from tachyflow.numerics.airfoil_grids import c_grid, flat_plate_h_grid
+from tachyflow.numerics.airfoils import naca4
 from tachyflow.numerics.grid_topology import grid_from_nodes
 
 

@@ -16,7 +16,8 @@ import pytest
 from mpi4py import MPI
 
 from tachyflow import config
-from tachyflow.numerics.airfoil_grids import c_grid, naca4
+from tachyflow.numerics.airfoil_grids import c_grid
+from tachyflow.numerics.airfoils import naca4
 from tachyflow.parallel.structured_blocks import StructuredBlocks
 from tachyflow.solvers.compressible.solver import CompressibleSolver
 

@@ -3,7 +3,7 @@
 A permeable surface (sphere, box, cylinder or a surface mesh) is sampled from the
 distributed flow every ``every`` steps. Each panel is integrated by one rank (contiguous
 shares); the flow values its second-order stencil needs live on the ranks that own those
-cells, and :class:`~tachyflow.parallel.sparse_gather.NoiseSourceExchange` brings them (or,
+cells, and :class:`~tachyflow.parallel.noise_exchange.NoiseSourceExchange` brings them (or,
 with the ``source-put`` strategy, the four source terms computed where the flow lives) to
 it. Each rank feeds its panels' source terms to an :class:`~tachyflow.acoustics.FWHAccumulator`
 step by step, so nothing of the record is kept but the signals. Rank 0 also gathers the
@@ -29,11 +29,12 @@ import numpy as np
 from tachyflow import collectives
 from tachyflow.acoustics import surfaces
 from tachyflow.acoustics.fwh import FWHSolver
-from tachyflow.acoustics.offline import arc_observers, panel_share, write_results
+from tachyflow.acoustics.options import AcousticsSection
+from tachyflow.acoustics.results import arc_observers, write_results
 from tachyflow.acoustics.sources import PermeableSourceTerms
-from tachyflow.config import AcousticsSection
 from tachyflow.io.surface_series import SurfaceSeriesWriter
-from tachyflow.parallel.sparse_gather import NoiseSourceExchange
+from tachyflow.parallel.noise_exchange import NoiseSourceExchange
+from tachyflow.parallel.pieces import panel_share
 
 
 def build_surface(section: AcousticsSection, base: Path) -> surfaces.Surface:
@@ -148,7 +149,7 @@ class InRunAcoustics:
     def sample(self) -> None:
         """Sample the current flow and integrate it (collective)."""
         solver = self.solver
-        terms = self.exchange.exchange(solver.u, solver.v, solver.w, solver.p)
+        terms = self.exchange.exchange(*solver.staggered_fields())
         self.accumulator.add(
             [solver.time], self._positions, self._still, terms[None, :, 0], terms[None, :, 1:]
         )

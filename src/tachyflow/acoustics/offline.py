@@ -39,12 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.acoustics.fwh import FWHSignals, FWHSolver
-from tachyflow.acoustics.spectra import directivity_plot, write_spectra
+from tachyflow.acoustics.results import arc_observers
 from tachyflow.errors import ConfigError
-from tachyflow.io.files import replacing
 from tachyflow.io.surface_series import read_surface_series
 
-PLANES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 REQUIRED = ("times", "positions", "normals", "areas", "surface_velocity", "pressure")
 
 
@@ -64,9 +62,10 @@ class ObserverSetup:
 
 
 def read_observers(path) -> ObserverSetup:
-    """Parse and check an observers file (:func:`tachyflow.config.parse_observers`: the same
-    strict schema and defaults as ``[acoustics]``; ConfigError naming the key and file)."""
-    from tachyflow.config import parse_observers
+    """Parse and check an observers file (:func:`~tachyflow.acoustics.options.
+    parse_observers`: the same strict schema and defaults as ``[acoustics]``; ConfigError
+    naming the key and file)."""
+    from tachyflow.acoustics.options import parse_observers
 
     path = Path(path)
     try:
@@ -88,17 +87,6 @@ def read_observers(path) -> ObserverSetup:
         names, np.array(positions), angles, document.c0, document.rho0, document.permeable,
         document.samples, document.time_order, document.interpolation,
     )
-
-
-def arc_observers(radius, plane, start, stop, count, centre=(0.0, 0.0, 0.0)):
-    """Angles (degrees) and positions ``(count, 3)`` of observers on a circular arc in
-    ``plane`` (xy, xz or yz) around ``centre``, from ``start`` to ``stop`` degrees."""
-    angles = np.linspace(start, stop, count)
-    first, second = PLANES[plane]
-    points = np.tile(np.asarray(centre, dtype=np.float64), (count, 1))
-    points[:, first] += radius * np.cos(np.radians(angles))
-    points[:, second] += radius * np.sin(np.radians(angles))
-    return angles, points
 
 
 def read_surface_data(path, permeable: bool) -> dict:
@@ -156,27 +144,3 @@ def observer_window(data: dict, observers: np.ndarray, c0: float, samples: int) 
             "times over the surface: no observer time sees every panel; record longer"
         )
     return np.linspace(start, stop, samples)
-
-
-def panel_share(panels: int, rank: int, size: int) -> slice:
-    """The contiguous panels of ``rank``."""
-    bounds = [panels * index // size for index in range(size + 1)]
-    return slice(bounds[rank], bounds[rank + 1])
-
-
-def write_results(folder, names, signals: FWHSignals, arc_angles) -> np.ndarray:
-    """``signals.csv`` (total, thickness and loading per observer), the spectra and, for an
-    arc (the last observers), the directivity plot; returns the OASPL per observer."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    columns, header = [signals.times], ["time_s"]
-    for index, name in enumerate(names):
-        columns += [signals.pressure[index], signals.thickness[index], signals.loading[index]]
-        header += [f"{name}_p", f"{name}_thickness", f"{name}_loading"]
-    with replacing(folder / "signals.csv") as temporary:
-        np.savetxt(temporary, np.column_stack(columns), delimiter=",", header=",".join(header))
-    rate = 1.0 / (signals.times[1] - signals.times[0])
-    oaspl = write_spectra(folder, names, signals.pressure, rate)
-    if len(arc_angles):
-        directivity_plot(folder / "directivity.png", arc_angles, oaspl[-len(arc_angles) :])
-    return oaspl

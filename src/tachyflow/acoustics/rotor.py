@@ -27,11 +27,12 @@ import numpy as np
 
 from tachyflow.acoustics.fwh import FWHSolver
 from tachyflow.acoustics.in_run import observer_times, observers_of
-from tachyflow.acoustics.offline import panel_share, write_results
+from tachyflow.acoustics.results import write_results
 from tachyflow.acoustics.sources import SurfacePressureTerms
 from tachyflow.acoustics.spectra import spectrum
 from tachyflow.io.files import replacing
-from tachyflow.parallel.sparse_gather import NoiseSourceExchange
+from tachyflow.parallel.noise_exchange import NoiseSourceExchange
+from tachyflow.parallel.pieces import panel_share
 
 
 def turned(vectors: np.ndarray, angle: float) -> np.ndarray:
@@ -75,7 +76,7 @@ class RotorNoise:
         self.section, self.solver = section, solver
         grid, decomposition = solver.grid, solver.decomposition
         self.folder = Path(output) / "acoustics"
-        self.rotation = solver.rotation
+        self.rotation = solver.rotor().rotation
         self.copies = grid.sectors
         self.passing = blade_count * abs(self.rotation) / (2 * np.pi)
         mesh = blades.mesh
@@ -130,7 +131,7 @@ class RotorNoise:
         """Sample the blades' pressure and integrate one source step (collective)."""
         solver = self.solver
         ambient = solver.section_pressures([0.5 * solver.grid.spacing_x])[0]
-        terms = self.exchange.exchange(solver.u, solver.q, solver.w, solver.p)
+        terms = self.exchange.exchange(*solver.staggered_fields())
         for phase, seconds in self.exchange.timings.items():
             self.seconds[phase] += seconds
         began = time.perf_counter()

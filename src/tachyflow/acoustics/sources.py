@@ -6,8 +6,7 @@ into the four source terms ``[U_n, L_x, L_y, L_z]`` of Farassat's formulation 1A
 ``ρ = ρ0``, incompressible flow), from values that arrived in a message, or read straight
 from this rank's ghosted fields (the "source-put" exchange, Type C of Kwon, Park & Choi,
 which sends 4 terms instead of 32 values); :class:`SurfacePressureTerms` reads only the
-pressure, for a solid surface whose motion the integrating rank adds; :class:`FlowValues`
-carries u, v, w, p themselves (the surface loads of an immersed body use it).
+pressure, for a solid surface whose motion the integrating rank adds;
 :class:`~tachyflow.parallel.NoiseSourceExchange`
 calls it; the exchange itself only moves data.
 """
@@ -76,20 +75,3 @@ class SurfacePressureTerms:
     def from_fields(self, fields, flat, weights, normals, out) -> None:
         """Terms into ``out`` from flat ghosted fields at positions ``flat``."""
         out[...] = self._terms(fields[3][flat[:, 3]], weights[:, 3], normals)
-
-
-@dataclass(frozen=True)
-class FlowValues:
-    """The flow itself at the points, ``[u, v, w, p]`` (trilinear), for what the integrating
-    rank computes from it (e.g. the traction on an immersed body's surface)."""
-
-    def from_values(self, values, weights, normals) -> np.ndarray:
-        """``(n, 4)`` from stencil values ``(n, 4, 8)`` that arrived in messages."""
-        return np.einsum("nck,nck->nc", values, weights)
-
-    def from_fields(self, fields, flat, weights, normals, out) -> None:
-        """Into ``out`` from flat ghosted fields at positions ``flat``."""
-        for component, field in enumerate(fields):
-            out[:, component] = np.einsum(
-                "nk,nk->n", field[flat[:, component]], weights[:, component]
-            )

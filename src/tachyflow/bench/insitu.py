@@ -49,12 +49,12 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.bench.results import new_results
-from tachyflow.config import TRANSIT_PRECISIONS
 from tachyflow.insitu.duty_cycle import (
     check_cadence,
     excess_after_output,
     overhead_at_cadence,
 )
+from tachyflow.insitu.options import TRANSIT_PRECISIONS
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.runtime import PIN_VARIABLE
 

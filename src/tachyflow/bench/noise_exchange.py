@@ -2,9 +2,9 @@
 
 A sphere of about ``points`` panels (:func:`tachyflow.acoustics.surfaces.sphere`) sits in
 the middle of a periodic box; its panels are integrated by contiguous shares of ranks
-(:func:`tachyflow.acoustics.offline.panel_share`), while the flow (a smooth analytic
+(:func:`tachyflow.parallel.pieces.panel_share`), while the flow (a smooth analytic
 field on the staggered grid, ghosts filled by the halo exchange) lives on y-pencils. Every
-variant of :class:`~tachyflow.parallel.sparse_gather.NoiseSourceExchange` — two-sided,
+variant of :class:`~tachyflow.parallel.noise_exchange.NoiseSourceExchange` — two-sided,
 and each one-sided method (Type A ``put``, Type B ``aggregated-put``, Type C
 ``source-put``) under each synchronisation (``lock``, ``fence``, ``pscw``) — is checked
 to give bit for bit the two-sided baseline's source terms, then timed interleaved with
@@ -25,7 +25,6 @@ import numpy as np
 from mpi4py import MPI
 
 from tachyflow import runtime
-from tachyflow.acoustics.offline import panel_share
 from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.acoustics.surfaces import sphere
 from tachyflow.bench.harness import time_interleaved
@@ -33,7 +32,7 @@ from tachyflow.bench.results import new_results, summarize
 from tachyflow.io.figures import new_subplots, save_figure
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import HaloExchange, PencilDecomposition
-from tachyflow.parallel.sparse_gather import (
+from tachyflow.parallel.noise_exchange import (
     AUTO_METHOD,
     AUTO_SYNC,
     METHODS,
@@ -41,6 +40,7 @@ from tachyflow.parallel.sparse_gather import (
     SYNC_MODES,
     NoiseSourceExchange,
 )
+from tachyflow.parallel.pieces import panel_share
 
 BENCHMARK = "noise-exchange"
 BASELINE = "two-sided"

@@ -29,12 +29,14 @@ class Acoustics(Command):
     def run(self, args) -> int:
         """``tachyflow acoustics``."""
         from tachyflow.acoustics import FWHSolver, offline
+        from tachyflow.acoustics.results import write_results
+        from tachyflow.parallel.pieces import panel_share
 
         comm = runtime.world()
         setup = offline.read_observers(args.observers)
         data = offline.read_surface_data(args.surface, setup.permeable)
         window = offline.observer_window(data, setup.positions, setup.c0, setup.samples)
-        share = offline.panel_share(data["areas"].size, comm.Get_rank(), comm.Get_size())
+        share = panel_share(data["areas"].size, comm.Get_rank(), comm.Get_size())
         solver = FWHSolver(
             setup.positions, window, c0=setup.c0, rho0=setup.rho0, permeable=setup.permeable,
             comm=comm, time_order=setup.time_order, interpolation=setup.interpolation,
@@ -42,7 +44,7 @@ class Acoustics(Command):
         signals = offline.predict(solver, data, share)
         if not runtime.is_root():
             return 0
-        oaspl = offline.write_results(args.output, setup.names, signals, setup.arc_angles)
+        oaspl = write_results(args.output, setup.names, signals, setup.arc_angles)
         console = runtime.make_console()
         for name, value in zip(setup.names, oaspl, strict=True):
             console.print(f"{name}: OASPL {value:.1f} dB re 20 uPa")

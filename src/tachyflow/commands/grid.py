@@ -126,7 +126,7 @@ def _generate(args, level: int, finest_level: int):
     from pathlib import Path
 
     from tachyflow.io.grid_files import GRID_FILE_SUFFIXES, read_grid_file
-    from tachyflow.numerics import airfoil_grids
+    from tachyflow.numerics import airfoil_grids, airfoils, stretching
 
     if args.case is not None:
         if level != 0:
@@ -141,16 +141,16 @@ def _generate(args, level: int, finest_level: int):
     if name == "flat-plate":
         if level != 0:
             raise ValueError("the flat-plate H-grid has level 0 only (--level 0)")
-        spacing = args.wall_spacing or airfoil_grids.wall_spacing_for_yplus(
+        spacing = args.wall_spacing or stretching.wall_spacing_for_yplus(
             args.reynolds, args.yplus
         )
         return airfoil_grids.flat_plate_h_grid(
             cells, upstream_cells=cells[0] // 4, wall_spacing=spacing
         )
     if name == "rae2822":
-        section = airfoil_grids.rae2822()
+        section = airfoils.rae2822()
     elif name.startswith("naca"):
-        section = airfoil_grids.naca4(name[4:])
+        section = airfoils.naca4(name[4:])
     else:
         raise ValueError(f"section must be rae2822, nacaXXXX or flat-plate, got {args.section!r}")
     return airfoil_grids.c_grid(
@@ -168,13 +168,14 @@ def _generate(args, level: int, finest_level: int):
 
 def _case_grid(name: str):
     from tachyflow import config
+    from tachyflow.solvers.base import BLOCK_FIELDS
     from tachyflow.solvers.compressible.grids import build_grid
 
     case = config.load(name)
-    if case.case.solver != "compressible":
+    if BLOCK_FIELDS not in case.provides:
         raise ValueError(
             f"--case {name!r} runs the {case.case.solver!r} solver; a grid comes from a case "
-            "with solver = 'compressible'"
+            "whose solver runs on a 2D block grid ([compressible])"
         )
     grid = build_grid(case.compressible)
     return replace(grid, name=grid.name or case.compressible.grid)

@@ -57,6 +57,16 @@ class Run(Command):
             "runs and restarts)",
         )
         parser.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="SECTION.KEY=VALUE",
+            dest="overrides",
+            help="change one value of the case, checked as the file's (repeatable; e.g. "
+            "--set compressible.alpha=4 --set time.steps=2000); the run's config.toml "
+            "records the result",
+        )
+        parser.add_argument(
             "--restart",
             default=None,
             metavar="CHECKPOINT",
@@ -73,7 +83,7 @@ class Run(Command):
         from tachyflow import config as case_files
         from tachyflow.simulation import Simulation
 
-        config = case_files.load(args.case)
+        config = case_files.load(args.case, args.overrides)
         if args.proc_grid is not None:
             config = config.replace("parallel", proc_grid=args.proc_grid)
         output = Path(args.output or Path("runs") / config.case.name)

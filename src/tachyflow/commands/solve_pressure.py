@@ -46,18 +46,13 @@ class SolvePressure(Command):
         from tachyflow.simulation import Simulation
 
         case = case_files.parse(
-            case_files.Config(
-                case=case_files.CaseSection(name="solve-pressure", solver="pressure"),
-                time=case_files.TimeSection(steps=1, dt=1.0),
-                output=case_files.OutputSection(statistics_every=1),
-                mesh=case_files.MeshSection(file=args.mesh, partition=args.partition),
-                pressure=case_files.PressureSection(
-                    source=args.source, shift=args.shift, method=args.solver, tol=args.tol,
-                    max_iterations=args.max_iterations, halo=args.halo,
-                    reduction=args.reduction,
-                ),
-            ).to_toml(),
+            '[case]\nname = "solve-pressure"\nsolver = "pressure"\n[time]\nsteps = 1\n'
+            "dt = 1.0\n[output]\nstatistics_every = 1\n",
             "<solve-pressure arguments>",
+        )
+        case = case.replace("mesh", file=args.mesh, partition=args.partition).replace(
+            "pressure", source=args.source, shift=args.shift, method=args.solver, tol=args.tol,
+            max_iterations=args.max_iterations, halo=args.halo, reduction=args.reduction,
         )
         simulation = Simulation(case, args.output, runtime.world())
         simulation.run()

@@ -37,12 +37,13 @@ class TransitRender(Command):
 
     def run(self, args) -> int:
         """``tachyflow transit-render``: one reader per rank."""
+        from tachyflow import config
         from tachyflow.insitu.transit_render import render_in_transit
 
         comm = runtime.world()
         summary = render_in_transit(
-            args.run_dir, comm.Get_rank(), comm.Get_size(), args.timeout, args.delay, args.output,
-            draw=not args.receive_only,
+            args.run_dir, config.load, comm.Get_rank(), comm.Get_size(), args.timeout,
+            args.delay, args.output, draw=not args.receive_only,
         )
         print(
             f"reader {summary['reader']}: {summary['steps']} steps, {summary['drawn']} pictures, "

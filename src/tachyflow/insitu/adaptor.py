@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.config import InsituSection
 from tachyflow.insitu.duty_cycle import DutyCycle
+from tachyflow.insitu.options import InsituSection
 from tachyflow.insitu.pipelines import Pipeline
 
 #: Least wall time between two monitor updates (the viewer polls twice a second).

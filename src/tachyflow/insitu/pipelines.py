@@ -35,11 +35,17 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.insitu.boxes import CellBox
 from tachyflow.insitu.extract import extract_isosurface, extract_slice, slice_cells
+from tachyflow.insitu.options import (
+    KIND_OPTIONS,
+    IsosurfaceSection,
+    PipelineSection,
+    ProbesSection,
+    SliceSection,
+)
 from tachyflow.io.files import replacing
 from tachyflow.registry import Registry
 
 if TYPE_CHECKING:
-    from tachyflow.config import PipelineSection
     from tachyflow.numerics.grid import StaggeredGrid
 
 PLANE_NORMALS = {"yz": 0, "xz": 1, "xy": 2}
@@ -47,8 +53,14 @@ PLANE_NORMALS = {"yz": 0, "xz": 1, "xy": 2}
 
 def register_pipeline(kind: str):
     """Class decorator: make a :class:`Pipeline` subclass the pipeline of ``kind`` in case
-    files (``[[insitu.pipeline]] kind = "..."``)."""
-    return _KINDS.named(kind)
+    files (``[[insitu.pipeline]] kind = "..."``), its entries read with its ``options``."""
+
+    def add(cls):
+        _KINDS.add(cls, kind)
+        KIND_OPTIONS[kind] = cls.options
+        return cls
+
+    return add
 
 
 def kinds() -> tuple[str, ...]:
@@ -117,6 +129,9 @@ class Pipeline:
     """
 
     kind: ClassVar[str]
+    #: The options of an entry of this kind: :class:`PipelineSection` or a subclass adding
+    #: the kind's keys (and checks).
+    options: ClassVar[type] = PipelineSection
     #: Whether :meth:`draw` reads the run's statistics history.
     draws_history: ClassVar[bool] = False
     #: Whether :meth:`draw` needs a VTK :class:`~tachyflow.insitu.render.SceneRenderer`.
@@ -133,7 +148,7 @@ class Pipeline:
         self.grid = grid
         self.cadence = Cadence(section.every, section.every_time, start_time)
         #: The fields :meth:`extract` reads.
-        self.fields = tuple(dict.fromkeys((section.field, section.colour_by or section.field)))
+        self.fields = (section.field,)
         self.value_range = None if section.range == (0.0, 0.0) else section.range
 
     @property
@@ -181,6 +196,7 @@ _KINDS = Registry("pipeline kind", Pipeline, attribute="kind")
 class SlicePipeline(Pipeline):
     """``field`` on the plane ``plane`` at ``position`` along its normal (VTK)."""
 
+    options = SliceSection
     draws_scene = True
 
     @property
@@ -211,7 +227,12 @@ class SlicePipeline(Pipeline):
 class IsosurfacePipeline(Pipeline):
     """The surface ``field = value``, coloured by ``colour_by`` (VTK)."""
 
+    options = IsosurfaceSection
     draws_scene = True
+
+    def __init__(self, section, grid, start_time: float = 0.0):
+        super().__init__(section, grid, start_time)
+        self.fields = tuple(dict.fromkeys((section.field, section.colour_by or section.field)))
 
     def extract(self, fields, start):
         section = self.section
@@ -238,6 +259,8 @@ class IsosurfacePipeline(Pipeline):
 @register_pipeline("probes")
 class ProbesPipeline(Pipeline):
     """``field`` at ``points``: appended to ``probes_<name>.csv`` and plotted."""
+
+    options = ProbesSection
 
     def __init__(self, section, grid, start_time: float = 0.0):
         super().__init__(section, grid, start_time)

@@ -23,7 +23,6 @@ import signal
 import time as clock
 from pathlib import Path
 
-from tachyflow import config as case_config
 from tachyflow.insitu.pipelines import Pipeline, padded
 from tachyflow.io.files import replacing
 from tachyflow.io.locks import RunFolderLock
@@ -55,6 +54,7 @@ def _history(run_dir: Path) -> list[dict]:
 
 def render_in_transit(
     run_dir,
+    load_case,
     rank: int = 0,
     size: int = 1,
     timeout: float | None = None,
@@ -68,6 +68,9 @@ def render_in_transit(
     ----------
     run_dir : path
         The run's output folder.
+    load_case : callable
+        Reads the run's ``config.toml`` once the run has written it (``path -> Config``:
+        :func:`tachyflow.config.load`).
     rank, size : int
         This reader's index among ``size`` readers.
     timeout : float, optional
@@ -103,7 +106,7 @@ def render_in_transit(
     renderer = None
     try:
         reader = TransitReader(run_dir, timeout=timeout)
-        case = case_config.load(str(run_dir / "config.toml"))
+        case = load_case(str(run_dir / "config.toml"))
         grid = _grid(case)
         entries = [entry for entry in case.insitu.pipeline if entry.mode == "transit"]
         pipelines = {

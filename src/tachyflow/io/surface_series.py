@@ -5,7 +5,7 @@ any step stands alone (they are small). Per step: ``time``, ``positions``, ``nor
 ``surface_velocity`` (np, 3), and either the flow values — ``pressure`` (np), and for a
 permeable surface ``density`` (np) and ``velocity`` (np, 3) — or the FW-H source terms
 ``normal_flux`` (np) and ``load`` (np, 3) that a run computes where the flow lives
-(:mod:`tachyflow.parallel.sparse_gather`). :func:`read_surface_series` returns the arrays
+(:mod:`tachyflow.parallel.noise_exchange`). :func:`read_surface_series` returns the arrays
 stacked over the steps, the same dictionary :func:`tachyflow.acoustics.offline` builds from
 an ``.npz``. Rank 0 writes (the ``adios2`` wheel has no MPI); BP5 commits each finished
 step, so a crash loses at most the step being written.

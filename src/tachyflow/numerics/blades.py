@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tachyflow.numerics.airfoil_grids import naca4_surfaces, naca65_surfaces
+from tachyflow.numerics.airfoils import naca4_surfaces, naca65_surfaces
 
 
 def _outline(upper: np.ndarray, lower: np.ndarray) -> np.ndarray:

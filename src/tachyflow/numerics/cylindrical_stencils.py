@@ -25,7 +25,8 @@ from numba import prange
 
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
-from tachyflow.numerics.stencils import add_to_total, owned_rows, owned_total, row_shift, row_sum
+from tachyflow.numerics.reductions import row_sum
+from tachyflow.numerics.stencils import add_to_total, owned_rows, owned_total, row_shift
 
 I = slice(1, -1)  # interior  # noqa: E741
 UP = slice(2, None)

@@ -420,3 +420,20 @@ def permeable_source_terms(velocity, pressure, normals, rho0: float, p0: float) 
     out = np.empty((n, 4))
     _sources(velocity, pressure, normals, float(rho0), float(p0), out)
     return out
+
+
+@dataclass(frozen=True)
+class FlowValues:
+    """The flow itself at the points, ``[u, v, w, p]`` (trilinear), for what the integrating
+    rank computes from it (e.g. the traction on an immersed body's surface)."""
+
+    def from_values(self, values, weights, normals) -> np.ndarray:
+        """``(n, 4)`` from stencil values ``(n, 4, 8)`` that arrived in messages."""
+        return np.einsum("nck,nck->nc", values, weights)
+
+    def from_fields(self, fields, flat, weights, normals, out) -> None:
+        """Into ``out`` from flat ghosted fields at positions ``flat``."""
+        for component, field in enumerate(fields):
+            out[:, component] = np.einsum(
+                "nk,nk->n", field[flat[:, component]], weights[:, component]
+            )

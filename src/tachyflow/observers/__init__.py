@@ -78,12 +78,34 @@ class Observer:
     every: int = 0
     # Whether the constructor takes the case first: ``cls(config, **options)``.
     needs_config: ClassVar[bool] = False
+    #: The capabilities of the case's solver this observer needs
+    #: (:mod:`tachyflow.solvers.base`: ``"pencil-fields"``, ``"rotor"``, ...).
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def applies(cls, config) -> bool:
+        """Whether the case's solver provides what this observer needs."""
+        return cls.needs <= config.provides
+
+    @classmethod
+    def require_needs(cls, config, what: str, extra: frozenset[str] = frozenset()) -> None:
+        """Refuse ``what`` (the table that turns this observer on) when the case's solver
+        lacks a capability this observer needs (with ``extra``: what ``what`` adds),
+        naming what is missing."""
+        missing = sorted((cls.needs | extra) - config.provides)
+        if missing:
+            raise ConfigError(
+                f"{config.source}: {what} needs {', '.join(missing)}, which solver "
+                f"{config.case.solver!r} does not provide for this case (it provides "
+                f"{', '.join(sorted(config.provides)) or 'nothing'})"
+            )
 
     @classmethod
     def from_case(cls, config, options: dict | None) -> Observer | None:
         """The observer of a case; ``options`` is its ``[observers.NAME]`` table, if any."""
         if options is None:
             return None
+        cls.require_needs(config, f"[observers.{cls.name}]")
         try:
             return cls(config, **options) if cls.needs_config else cls(**options)
         except TypeError as error:
@@ -117,29 +139,6 @@ class Observer:
     def summary(self) -> dict | None:
         """What the run's ``timings.json`` records of this observer, if anything."""
         return None
-
-
-def structured(config) -> bool:
-    """True when the case's solver works on a structured grid (images, fields, ...)."""
-    from tachyflow.solvers.base import solver_class
-
-    return solver_class(config.case.solver).structured
-
-
-def restartable(config) -> bool:
-    """True when the case's solver writes checkpoints and restarts from them."""
-    from tachyflow.solvers.base import restartable, solver_class
-
-    return restartable(solver_class(config.case.solver))
-
-
-def require_structured(config, section: str) -> None:
-    """Refuse ``section`` of a case whose solver has no structured grid."""
-    if not structured(config):
-        raise ConfigError(
-            f"{config.source}: [{section}] needs a solver on a structured grid; "
-            f"solver {config.case.solver!r} has none"
-        )
 
 
 _OBSERVERS = Registry("observer", Observer)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tachyflow import observers
-from tachyflow.errors import ConfigError
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import CARTESIAN_GRID, PENCIL_FIELDS, ROTOR
 
 
 @register
@@ -18,6 +17,7 @@ class Acoustics(Observer):
     (``surface = "blades"``, :class:`~tachyflow.acoustics.rotor.RotorNoise`)."""
 
     name = "acoustics"
+    needs = frozenset({PENCIL_FIELDS})
 
     def __init__(self, config):
         self.config = config
@@ -27,23 +27,12 @@ class Acoustics(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        if config.acoustics.surface == "none":
+        surface = config.acoustics.surface
+        if surface == "none":
             return None
-        observers.require_structured(config, "acoustics")
-        from tachyflow.solvers.base import solver_class
-
-        if config.acoustics.surface == "blades":
-            if not any(body.shape == "fan-rotor" for body in config.immersed.body):
-                raise ConfigError(
-                    f"{config.source}: [acoustics] surface = 'blades' needs a fan: an "
-                    "[[immersed.body]] with shape = 'fan-rotor'"
-                )
-        elif solver_class(config.case.solver).coordinate_system != "cartesian":
-            raise ConfigError(
-                f"{config.source}: [acoustics] samples a Cartesian grid; solver "
-                f"{config.case.solver!r} has {solver_class(config.case.solver).coordinate_system} "
-                "coordinates (noise from a fan's blades: surface = 'blades')"
-            )
+        # The blades of a rotor, or a permeable surface sampled from a Cartesian grid.
+        extra = frozenset({ROTOR if surface == "blades" else CARTESIAN_GRID})
+        cls.require_needs(config, f"[acoustics] surface = {surface!r}", extra)
         return cls(config)
 
     def due(self, step: int) -> bool:
@@ -67,10 +56,10 @@ class Acoustics(Observer):
         if section.surface == "blades":
             from tachyflow.acoustics.rotor import RotorNoise
 
-            shapes = [body.shape for body in self.config.immersed.body]
-            rotor = run.solver.bodies[shapes.index("fan-rotor")]
+            rotor = run.solver.rotor()
             self._acoustics = RotorNoise(
-                section, run.solver, rotor, self.config.fan.blades, run.output, duration
+                section, run.solver, run.solver.bodies[rotor.body], rotor.blades, run.output,
+                duration,
             )
         else:
             from tachyflow.acoustics.in_run import InRunAcoustics

@@ -15,6 +15,7 @@ import numpy as np
 
 from tachyflow.io.files import AppendedTable, replacing
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import WALL_SURFACES
 
 RESIDUALS = ("density_residual", "residual_rhou", "residual_rhov", "residual_rhoE",
              "residual_rho_nt")
@@ -30,6 +31,7 @@ class Aerodynamics(Observer):
     wall face). Collective: every rank calls the solver's reductions and gathers."""
 
     name = "aerodynamics"
+    needs = frozenset({WALL_SURFACES})
     columns = ("iteration", *RESIDUALS, *COEFFICIENTS)
 
     def __init__(self, every: int = 1):
@@ -41,10 +43,7 @@ class Aerodynamics(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        from tachyflow.solvers.base import solver_class
-
-        solver = solver_class(config.case.solver)
-        if not (hasattr(solver, "aerodynamic_summary") and hasattr(solver, "wall_surface")):
+        if not cls.applies(config):
             return None
         return super().from_case(config, options or {})
 

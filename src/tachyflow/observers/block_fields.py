@@ -5,15 +5,7 @@ from __future__ import annotations
 
 from tachyflow.io.vtk_files import CurvilinearFieldWriter
 from tachyflow.observers import Observer, register
-
-
-def on_curvilinear_blocks(config) -> bool:
-    """True when the case's solver offers this rank's block of a curvilinear grid:
-    ``node_coordinates()``, ``node_field(name)`` and ``piece_layout()`` (local)."""
-    from tachyflow.solvers.base import solver_class
-
-    solver = solver_class(config.case.solver)
-    return all(hasattr(solver, name) for name in ("node_coordinates", "node_field"))
+from tachyflow.solvers.base import BLOCK_FIELDS
 
 
 @register
@@ -25,6 +17,7 @@ class BlockFields(Observer):
     block. A restarted run keeps the steps up to its checkpoint's and appends."""
 
     name = "block-fields"
+    needs = frozenset({BLOCK_FIELDS})
 
     def __init__(self, every: int):
         self.every = every
@@ -34,7 +27,7 @@ class BlockFields(Observer):
     @classmethod
     def from_case(cls, config, options):
         every = config.output.fields_every
-        return cls(every) if every and on_curvilinear_blocks(config) else None
+        return cls(every) if every and cls.applies(config) else None
 
     def observe(self, run) -> None:
         solver = run.solver

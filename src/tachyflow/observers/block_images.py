@@ -6,7 +6,7 @@ from __future__ import annotations
 from tachyflow.errors import ConfigError
 from tachyflow.insitu.raster import composite, pixel_centres, rasterise_block
 from tachyflow.observers import Observer, register
-from tachyflow.observers.block_fields import on_curvilinear_blocks
+from tachyflow.solvers.base import BLOCK_FIELDS
 
 #: What the pictures show by default: the chord of an airfoil at 0 <= x <= 1 with half a
 #: chord round it.
@@ -41,6 +41,7 @@ class BlockImages(Observer):
     """
 
     name = "block-images"
+    needs = frozenset({BLOCK_FIELDS})
 
     def __init__(self, every: int = 0, fields=("mach", "p"), window=DEFAULT_WINDOW,
                  size=(800, 450), colour_map: str = "viridis"):
@@ -69,7 +70,7 @@ class BlockImages(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        if not on_curvilinear_blocks(config):
+        if not cls.applies(config):
             return None
         every = config.output.images_every
         if not every and options is None:

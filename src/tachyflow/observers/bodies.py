@@ -9,6 +9,7 @@ import numpy as np
 
 from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import IMMERSED_BODIES, ROTOR
 
 LOADS = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
 
@@ -23,6 +24,7 @@ class BodyLoads(Observer):
     columns to the same rows."""
 
     name = "bodies"
+    needs = frozenset({IMMERSED_BODIES})
     extra_columns: tuple[str, ...] = ()
 
     def __init__(self, config):
@@ -35,7 +37,8 @@ class BodyLoads(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        if not config.immersed.body or any(b.shape == "fan-rotor" for b in config.immersed.body):
+        # A rotor's loads come with its performance (the fan observer, a subclass).
+        if not cls.applies(config) or ROTOR in config.provides:
             return None
         return cls(config)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tachyflow import observers
 from tachyflow.io.checkpoint import write_checkpoint
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import CHECKPOINTS
 
 
 @register
@@ -15,6 +15,7 @@ class Checkpoints(Observer):
     checkpoints_kept``. The path of the last one is in the run's summary."""
 
     name = "checkpoints"
+    needs = frozenset({CHECKPOINTS})
 
     def __init__(self, every: int, keep: int = 2):
         self.every = every
@@ -23,7 +24,7 @@ class Checkpoints(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        if not observers.restartable(config):
+        if not cls.applies(config):
             return None
         return cls(config.output.checkpoint_every, config.output.checkpoints_kept)
 

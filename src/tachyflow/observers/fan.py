@@ -27,6 +27,7 @@ import numpy as np
 from tachyflow.io.files import replacing
 from tachyflow.observers import register
 from tachyflow.observers.bodies import BodyLoads
+from tachyflow.solvers.base import IMMERSED_BODIES, ROTOR
 
 PERFORMANCE = (
     "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
@@ -36,49 +37,45 @@ PERFORMANCE = (
 
 @register
 class FanPerformance(BodyLoads):
-    """The ``bodies`` observer of a case with a ``fan-rotor`` body, with the fan's thrust,
+    """The ``bodies`` observer of a case whose solver has a rotor, with the fan's thrust,
     torque, power, pressure rise and coefficients in the same rows of ``forces.csv``."""
 
     name = "fan"
+    needs = frozenset({IMMERSED_BODIES, ROTOR})
     extra_columns = PERFORMANCE
 
     def __init__(self, config):
         super().__init__(config)
-        cylinder, fan = config.cylinder, config.fan
-        shapes = [body.shape for body in config.immersed.body]
-        self.body = shapes.index("fan-rotor")
-        self.copies = cylinder.sectors  # the computed sector is 1 / sectors of the rotor
-        self.omega = cylinder.rotation
-        self.blades = fan.blades
-        self.planes = fan.pressure_planes
-        self.tip_speed = abs(self.omega) * cylinder.radius
-        self.velocity = config.grid.inflow_velocity
-        self.flow_rate = self.velocity * math.pi * (cylinder.radius**2 - cylinder.inner_radius**2)
+        self.rotor = None  # the solver's Rotor, from start()
         self._history: list[dict] = []
         self.performance = None
 
     @classmethod
     def from_case(cls, config, options):
-        if not any(body.shape == "fan-rotor" for body in config.immersed.body):
-            return None
-        return cls(config)
+        return cls(config) if cls.applies(config) else None
+
+    def start(self, run) -> None:
+        super().start(run)
+        self.rotor = run.solver.rotor()
 
     def extra_values(self, run, loads: np.ndarray) -> dict:
-        solver = run.solver
-        load = loads[self.body] * self.copies
-        inlet, outlet = solver.section_pressures(self.planes)
-        thrust, torque = -load[0], -load[3] * math.copysign(1.0, self.omega or 1.0)
-        power = torque * abs(self.omega)
+        solver, rotor = run.solver, self.rotor
+        load = loads[rotor.body] * rotor.sectors  # the computed sector is 1 / sectors of it
+        inlet, outlet = solver.section_pressures(rotor.pressure_planes)
+        omega = rotor.rotation
+        thrust, torque = -load[0], -load[3] * math.copysign(1.0, omega or 1.0)
+        power = torque * abs(omega)
         rise = outlet - inlet
-        tip = self.tip_speed or math.nan
+        tip = abs(omega) * rotor.radius or math.nan
+        flow_rate = rotor.inflow_velocity * math.pi * (rotor.radius**2 - rotor.hub_radius**2)
         values = {
             "thrust": thrust,
             "torque": torque,
             "power": power,
             "pressure_rise": rise,
-            "flow_coefficient": self.velocity / tip,
+            "flow_coefficient": rotor.inflow_velocity / tip,
             "pressure_coefficient": rise / tip**2,
-            "efficiency": self.flow_rate * rise / power if power else math.nan,
+            "efficiency": flow_rate * rise / power if power else math.nan,
         }
         self._history.append({"time": solver.time, **values})
         return values
@@ -89,10 +86,11 @@ class FanPerformance(BodyLoads):
             return
         rows = self._history[len(self._history) // 2 :]
         summary = {key: float(np.mean([row[key] for row in rows])) for key in PERFORMANCE}
+        blades, omega = self.rotor.blades, self.rotor.rotation
         summary.update(
-            blades=self.blades,
-            rotation=self.omega,
-            blade_passing_frequency=self.blades * abs(self.omega) / (2 * math.pi),
+            blades=blades,
+            rotation=omega,
+            blade_passing_frequency=blades * abs(omega) / (2 * math.pi),
             averaged_from_time=rows[0]["time"],
             averaged_to_time=rows[-1]["time"],
             records=len(rows),
@@ -119,8 +117,9 @@ class FanPerformance(BodyLoads):
             axis.set_ylabel(label)
             axis.grid(alpha=0.3)
         axes[-1].set_xlabel("time")
-        figure.suptitle(f"{self.blades} blades at Ω = {self.omega:g} (loads are steady in the "
-                        "rotor's frame; its tones are heard in the inertial frame)")
+        rotor = self.rotor
+        figure.suptitle(f"{rotor.blades} blades at Ω = {rotor.rotation:g} (loads are steady "
+                        "in the rotor's frame; its tones are heard in the inertial frame)")
         (run.output / "images").mkdir(exist_ok=True)
         save_figure(figure, run.output / "images" / "fan.png")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tachyflow import observers
 from tachyflow.io.fields import FieldWriter
 from tachyflow.io.vtk_files import VTKFieldWriter
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import PENCIL_FIELDS
 
 
 @register
@@ -16,6 +16,7 @@ class Fields(Observer):
     piece. A restarted run keeps the steps up to its checkpoint's and appends."""
 
     name = "fields"
+    needs = frozenset({PENCIL_FIELDS})
 
     def __init__(self, every: int, vtk: bool):
         self.every = every
@@ -27,7 +28,7 @@ class Fields(Observer):
     @classmethod
     def from_case(cls, config, options):
         every = config.output.fields_every
-        if not every or not observers.structured(config):
+        if not every or not cls.applies(config):
             return None
         return cls(every, config.output.vtk_fields)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tachyflow import observers
 from tachyflow.observers import Observer, register
 from tachyflow.parallel.pieces import gather_plane
+from tachyflow.solvers.base import PENCIL_FIELDS
 
 
 @register
@@ -14,6 +14,7 @@ class Images(Observer):
     gathered)."""
 
     name = "images"
+    needs = frozenset({PENCIL_FIELDS})
 
     def __init__(self, every: int):
         self.every = every
@@ -21,7 +22,7 @@ class Images(Observer):
 
     @classmethod
     def from_case(cls, config, options):
-        return cls(config.output.images_every) if observers.structured(config) else None
+        return cls(config.output.images_every) if cls.applies(config) else None
 
     def observe(self, run) -> None:
         solver = run.solver

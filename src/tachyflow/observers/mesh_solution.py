@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 
-from tachyflow import observers
 from tachyflow.io.files import replacing
 from tachyflow.observers import Observer, register
 from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small, scatter_small
+from tachyflow.solvers.base import MESH_SOLUTION
 
 
 @register
@@ -22,14 +22,11 @@ class MeshSolution(Observer):
     (mesh, ranks, iterations, residual, time per iteration and its split)."""
 
     name = "mesh-solution"
+    needs = frozenset({MESH_SOLUTION})
 
     @classmethod
     def from_case(cls, config, options):
-        from tachyflow.solvers.base import solver_class
-
-        # Solvers on an unstructured mesh: no structured grid, and a solution to gather.
-        on_mesh = hasattr(solver_class(config.case.solver), "gather_solution")
-        return None if observers.structured(config) or not on_mesh else cls()
+        return cls() if cls.applies(config) else None
 
     def finish(self, run) -> None:
         solver, comm = run.solver, run.comm

@@ -7,42 +7,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
-from tachyflow.solvers.pencil.surface_loads import PROBE_CELLS, SurfaceLoads, cylinder_side
+from tachyflow.solvers.base import CARTESIAN_GRID, IMMERSED_BODIES
+from tachyflow.solvers.pencil.bodies import shape_class
+from tachyflow.solvers.pencil.surface_loads import PROBE_CELLS, SurfaceLoads
 
 LOADS = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
-SPHERE_SUBDIVISIONS = 4  # an icosphere of 5,120 triangles
-CYLINDER_SECTIONS = 256
-
-
-def _surface(section, body, config):
-    """The triangulated surface of the ``[[immersed.body]]`` ``section`` (its shape's own
-    mesh, or one made for a sphere or a cylinder along z spanning the periodic z)."""
-    import trimesh
-
-    if section.shape == "sphere":
-        mesh = trimesh.creation.icosphere(SPHERE_SUBDIVISIONS, radius=section.radius)
-        mesh.apply_translation(np.asarray(section.centre, dtype=float))
-        return mesh
-    if (
-        section.shape == "cylinder"
-        and not section.hollow
-        and np.allclose(np.abs(section.axis), (0.0, 0.0, 1.0))
-    ):
-        span = float(config.grid.lengths[2])
-        centre = (section.centre[0], section.centre[1], 0.5 * span)
-        return cylinder_side(centre, section.radius, span, CYLINDER_SECTIONS)
-    if section.shape == "surface":
-        return body.mesh
-    raise ConfigError(
-        f"{config.source}: [observers.surface-loads] body {section.name!r}: a surface is "
-        f"made for spheres, solid cylinders along z and surface files, not a "
-        f"{'hollow ' if section.hollow else ''}{section.shape!r} along {section.axis!r}"
-    )
 
 
 @register
@@ -56,13 +28,14 @@ class SurfaceLoadsObserver(Observer):
 
     name = "surface-loads"
     needs_config = True
+    needs = frozenset({CARTESIAN_GRID, IMMERSED_BODIES})
 
     def __init__(self, config, body: str = "", probe_cells: float = PROBE_CELLS):
         found = [section for section in config.immersed.body if section.name == body]
-        if len(found) != 1 or config.case.solver != "incompressible":
+        if len(found) != 1:
             raise ConfigError(
                 f"{config.source}: [observers.surface-loads] body must name one "
-                f"[[immersed.body]] on the incompressible solver, got {body!r}"
+                f"[[immersed.body]], got {body!r}"
             )
         if found[0].motion != "rigid":
             raise ConfigError(
@@ -85,7 +58,12 @@ class SurfaceLoadsObserver(Observer):
 
     def start(self, run) -> None:
         body = run.solver.bodies[self.index]
-        mesh = _surface(self.section, body, self.config)
+        section = self.section
+        try:
+            mesh = shape_class(section.shape).surface(section, body, self.config)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.source}: [observers.surface-loads] body "
+                              f"{section.name!r}: {error}") from None
         self._loads = SurfaceLoads(run.solver, body, mesh, self.probe_cells)
         if run.root:
             self._table = AppendedTable(run.output / "surface-loads.csv",

@@ -31,11 +31,11 @@ import json
 
 import numpy as np
 
-from tachyflow import observers
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 from tachyflow.numerics.moments import Moments, central_sums
 from tachyflow.observers import Observer, ObserverState, register
+from tachyflow.solvers.base import PENCIL_FIELDS
 
 VARIABLES = ("u", "v", "w", "p")
 STRESSES = {"uu": (0, 0), "vv": (1, 1), "ww": (2, 2), "uv": (0, 1), "uw": (0, 2),
@@ -49,6 +49,7 @@ class TurbulenceStatistics(Observer):
     """Running turbulence statistics of the case's ``[statistics]`` (see the module)."""
 
     name = "turbulence"
+    needs = frozenset({PENCIL_FIELDS})
 
     def __init__(self, section, viscosity: float):
         self.every = section.every
@@ -67,7 +68,7 @@ class TurbulenceStatistics(Observer):
     def from_case(cls, config, options):
         if not config.statistics.every:
             return None
-        observers.require_structured(config, "statistics")
+        cls.require_needs(config, "[statistics]")
         return cls(config.statistics, config.flow.viscosity)
 
     def due(self, step: int) -> bool:

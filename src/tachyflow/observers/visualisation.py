@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tachyflow import observers
 from tachyflow.observers import Observer, register
+from tachyflow.solvers.base import PENCIL_FIELDS
 
 
 @register
@@ -12,6 +12,7 @@ class Visualisation(Observer):
     decides which pipelines are due) when the case has ``[insitu]`` pipelines or a monitor."""
 
     name = "visualisation"
+    needs = frozenset({PENCIL_FIELDS})
     every = 1
 
     def __init__(self, section):
@@ -24,7 +25,7 @@ class Visualisation(Observer):
         section = config.insitu
         if not section.pipeline and not section.monitor:
             return None
-        observers.require_structured(config, "insitu")
+        cls.require_needs(config, "[insitu]")
         return cls(section)
 
     def start(self, run) -> None:

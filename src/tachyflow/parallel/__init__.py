@@ -9,7 +9,7 @@ import importlib
 
 _MODULES = {
     "HaloExchange": "halo",
-    "NoiseSourceExchange": "sparse_gather",
+    "NoiseSourceExchange": "noise_exchange",
     "Pencil": "pencil",
     "PencilDecomposition": "pencil",
     "StructuredBlocks": "structured_blocks",

@@ -1,14 +1,24 @@
-"""Gathering pieces of unequal size on one rank (for visualisation geometry and pictures).
+"""Pieces of unequal size: which contiguous piece of a list each rank holds, and gathering
+pieces on one rank (for visualisation geometry and pictures).
 
-Extracted geometry differs in size from rank to rank and is known only after extraction,
-so the counts travel first (one small ``allgather``), then the data with one ``Gatherv``
-per array, with no pickling. Small, irregular pieces (2D slices with their coordinates)
-travel pickled.
+:func:`panel_share` is the rule by which ranks split a surface's panels (the FW-H
+integration, a body's loads, the noise-source exchange's destinations): every rank works
+it out alone. Extracted geometry differs in size from rank to rank and is known only after
+extraction, so the counts travel first (one small ``allgather``), then the data with one
+``Gatherv`` per array, with no pickling. Small, irregular pieces (2D slices with their
+coordinates) travel pickled.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def panel_share(panels: int, rank: int, size: int) -> slice:
+    """The contiguous panels of ``rank`` of ``size`` ranks: from ``panels * rank // size``
+    to ``panels * (rank + 1) // size``, so shares differ by at most one panel."""
+    bounds = [panels * index // size for index in range(size + 1)]
+    return slice(bounds[rank], bounds[rank + 1])
 
 
 def allgather_small(comm, value) -> list:

@@ -27,7 +27,7 @@ class Insitu(Benchmark):
     results: ClassVar[dict[str, str]] = {"insitu": "tachyflow.bench.insitu"}
 
     def add_arguments(self, parser):
-        from tachyflow.config import TRANSIT_PRECISIONS
+        from tachyflow.insitu.options import TRANSIT_PRECISIONS
 
         parser.add_argument("-n", "--ranks", dest="bench_ranks", default=2,
                             type=options.positive_int,

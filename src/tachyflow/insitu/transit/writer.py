@@ -23,8 +23,8 @@ from numbers import Integral, Real
 import numpy as np
 
 from tachyflow import runtime
-from tachyflow.config import TRANSIT_PRECISIONS, TRANSIT_THREADS
 from tachyflow.insitu.boxes import CellBox
+from tachyflow.insitu.options import TRANSIT_PRECISIONS, TRANSIT_THREADS
 from tachyflow.insitu.transit.aggregation import GroupAggregation, node_count
 from tachyflow.insitu.transit.manifest import write_manifest
 from tachyflow.insitu.transit.sst import (

@@ -88,9 +88,9 @@ def flat_plate_tmr(section):
 
 def _c_grid(section, airfoil: str, wake_aspect_ratio: float | None = None):
     """A C-grid round ``airfoil`` from :mod:`tachyflow.numerics.airfoil_grids`."""
-    from tachyflow.numerics import airfoil_grids
+    from tachyflow.numerics import airfoil_grids, airfoils
 
-    shape = airfoil_grids.rae2822() if airfoil == "rae2822" else airfoil_grids.naca4(airfoil)
+    shape = airfoils.rae2822() if airfoil == "rae2822" else airfoils.naca4(airfoil)
     return airfoil_grids.c_grid(
         shape,
         cells=tuple(section.cells),

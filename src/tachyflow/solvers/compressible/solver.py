@@ -46,6 +46,7 @@ from tachyflow.numerics.compressible.time_integration import (
 from tachyflow.parallel import pieces
 from tachyflow.solvers.base import Solver, register
 from tachyflow.solvers.compressible.grids import build_grid
+from tachyflow.solvers.compressible.options import COMPRESSIBLE
 from tachyflow.solvers.phase_clock import PhaseClock
 
 EQUATIONS = ("rho", "rhou", "rhov", "rhoE", "rho_nt")
@@ -104,7 +105,7 @@ class CompressibleSolver(Solver):
     # No pencil grid: the pencil solvers' images, field series and in situ pipelines do not
     # apply; node_coordinates() and node_field() serve the block-fields and block-images
     # observers instead.
-    structured = False
+    case_options = COMPRESSIBLE
     statistics_columns = (
         "step", "time", "dt", "cfl", "pseudo_cfl", "density_residual",
         *(f"residual_{name}" for name in EQUATIONS[1:]), *COEFFICIENTS,

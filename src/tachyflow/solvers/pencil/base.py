@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tachyflow.io.checkpoint import PieceLayout
-from tachyflow.numerics import immersed, stencils
+from tachyflow.numerics import immersed, reductions
 from tachyflow.solvers.base import Solver
 
 INFLOW_PROFILES = ("uniform", "laminar")
@@ -47,7 +47,7 @@ class Inflow:
 class PencilSolver(Solver):
     """A :class:`Solver` whose fields are y-pencils of ``self.decomposition``, with a
     ``self.poisson`` (a :class:`~tachyflow.solvers.pencil.poisson.PoissonSolver`) and a
-    ``self.timer`` (a :class:`~tachyflow.solvers.pencil.poisson.PhaseTimer` with the phases
+    ``self.timer`` (a :class:`~tachyflow.solvers.phase_clock.PhaseClock` with the phases
     ``implicit``, ``advection`` and ``diffusion``).
 
     Immersed bodies (:meth:`immerse`) are imposed by direct forcing before every
@@ -273,6 +273,11 @@ class PencilSolver(Solver):
         found = bodies.from_case(config)
         if found:
             self.immerse(found)
+        self._rotor = bodies.rotor_of(config)
+
+    def rotor(self):
+        """The case's rotor (:class:`~tachyflow.solvers.base.Rotor`), else None."""
+        return getattr(self, "_rotor", None)
 
     def _continuity_residual(self, divergence: np.ndarray, sources: bool = False) -> np.ndarray:
         """``divergence`` (owned cells) without the mass sources of immersed bodies; with
@@ -372,7 +377,7 @@ class PencilSolver(Solver):
         response = self._flow_rate_response(alpha_dt)
         weights = self.grid.volume_weights_y
         mean_response = float(np.dot(response, weights))
-        bulk = self._cell_mean(stencils.weighted_rows_total(rows, weights))
+        bulk = self._cell_mean(reductions.weighted_rows_total(rows, weights))
         force = (self.forcing.value - bulk) / (alpha_dt * mean_response)
         self.pressure_gradient = force
         return alpha_dt * force * response
@@ -385,7 +390,7 @@ class PencilSolver(Solver):
 
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
-        return self._cell_mean(stencils.y_weighted_sum(values, self.grid.volume_weights_y))
+        return self._cell_mean(reductions.y_weighted_sum(values, self.grid.volume_weights_y))
 
     def bulk_velocity(self) -> float:
         """Volume-averaged streamwise velocity (collective)."""

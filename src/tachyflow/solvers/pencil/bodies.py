@@ -22,6 +22,11 @@ class BodyShape:
     """Builds a :class:`~tachyflow.numerics.immersed.Body` from its case table."""
 
     name: ClassVar[str]
+    #: Whether the body is a rotor (the solver then offers ``rotor()``: blade count,
+    #: rotation, sectors, surfaces; the ``rotor`` capability).
+    rotor: ClassVar[bool] = False
+    #: Whether its section across ``axis`` is a circle of ``radius`` about ``centre``.
+    circular: ClassVar[bool] = False
 
     @classmethod
     def build(cls, section, config, folder: Path) -> immersed.Body:
@@ -29,7 +34,20 @@ class BodyShape:
         file's (for relative paths)."""
         raise NotImplementedError
 
+    @classmethod
+    def check(cls, section, config, require) -> None:
+        """Checks of the shape across the case's values, when the case is read
+        (``require(condition, key, expectation, value)``); none by default."""
 
+    @classmethod
+    def surface(cls, section, body, config):
+        """A closed triangulated surface (trimesh) of the built ``body``, for its surface
+        loads; ValueError naming why when the shape makes none."""
+        raise ValueError(f"a {section.shape!r} body makes no surface")
+
+
+SPHERE_SUBDIVISIONS = 4  # a sphere's surface for its loads: an icosphere of 5,120 triangles
+CYLINDER_SECTIONS = 256
 _SHAPES = Registry("body shape", BodyShape)
 register = _SHAPES.add
 
@@ -37,6 +55,11 @@ register = _SHAPES.add
 def shapes() -> list[str]:
     """The registered shape names."""
     return sorted(_SHAPES.classes())
+
+
+def shape_class(name: str) -> type[BodyShape]:
+    """The shape registered as ``name``."""
+    return _SHAPES[name]
 
 
 class BodyMotion:
@@ -105,6 +128,15 @@ class SphereShape(BodyShape):
     name = "sphere"
 
     @classmethod
+    def surface(cls, section, body, config):
+        import numpy as np
+        import trimesh
+
+        mesh = trimesh.creation.icosphere(SPHERE_SUBDIVISIONS, radius=section.radius)
+        mesh.apply_translation(np.asarray(section.centre, dtype=float))
+        return mesh
+
+    @classmethod
     def build(cls, section, config, folder):
         return immersed.Sphere(section.centre, section.radius, motion=_motion(section))
 
@@ -126,6 +158,20 @@ class CylinderShape(BodyShape):
     """``shape = "cylinder"``: ``centre``, ``radius``, ``axis``, ``hollow``."""
 
     name = "cylinder"
+    circular = True
+
+    @classmethod
+    def surface(cls, section, body, config):
+        import numpy as np
+
+        from tachyflow.solvers.pencil.surface_loads import cylinder_side
+
+        if section.hollow or not np.allclose(np.abs(section.axis), (0.0, 0.0, 1.0)):
+            raise ValueError("a surface is made for solid cylinders along z, not a "
+                             f"{'hollow ' if section.hollow else ''}one along {section.axis}")
+        span = float(config.grid.lengths[2])
+        centre = (section.centre[0], section.centre[1], 0.5 * span)
+        return cylinder_side(centre, section.radius, span, CYLINDER_SECTIONS)
 
     @classmethod
     def build(cls, section, config, folder):
@@ -140,6 +186,10 @@ class SurfaceShape(BodyShape):
     ``scale``, ``offset``."""
 
     name = "surface"
+
+    @classmethod
+    def surface(cls, section, body, config):
+        return body.mesh
 
     @classmethod
     def build(cls, section, config, folder):
@@ -160,6 +210,22 @@ def from_case(config) -> list[immersed.Body]:
     return [_SHAPES[body.shape].build(body, config, folder) for body in config.immersed.body]
 
 
+def rotor_of(config):
+    """The :class:`~tachyflow.solvers.base.Rotor` of a case's rotor body, else None."""
+    from tachyflow.solvers.base import Rotor
+
+    for index, body in enumerate(config.immersed.body):
+        if _SHAPES[body.shape].rotor:
+            fan, cylinder = config.fan, config.cylinder
+            return Rotor(
+                body=index, blades=fan.blades, sectors=cylinder.sectors,
+                rotation=cylinder.rotation, radius=cylinder.radius,
+                hub_radius=cylinder.inner_radius, pressure_planes=fan.pressure_planes,
+                inflow_velocity=config.grid.inflow_velocity,
+            )
+    return None
+
+
 @register
 class FanRotorShape(BodyShape):
     """``shape = "fan-rotor"``: the blades of ``[fan]`` that lie in the computed sector
@@ -167,6 +233,31 @@ class FanRotorShape(BodyShape):
     ``[cylinder] rotation``, their roots sunk into the hub by a tenth of its radius."""
 
     name = "fan-rotor"
+    rotor = True
+
+    @classmethod
+    def check(cls, section, config, require) -> None:
+        from tachyflow.numerics.blades import SECTIONS
+
+        fan, cylinder = config.fan, config.cylinder
+        require(fan.section in SECTIONS, "fan.section", f"one of {sorted(SECTIONS)}",
+                fan.section)
+        require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",
+                cylinder.inner_radius)
+        require(fan.blades >= 1 and fan.blades % cylinder.sectors == 0, "fan.blades",
+                f"a positive multiple of cylinder.sectors = {cylinder.sectors}", fan.blades)
+        require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
+                "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)
+        require(config.grid.x_boundaries == "inflow-outflow", "grid.x_boundaries",
+                '"inflow-outflow" with a fan', config.grid.x_boundaries)
+        for key in ("position", "pressure_planes"):
+            values = getattr(fan, key)
+            values = values if isinstance(values, tuple) else (values,)
+            require(all(0 < value < cylinder.length for value in values), f"fan.{key}",
+                    f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))
+        require(fan.pressure_planes[0] < fan.position < fan.pressure_planes[1],
+                "fan.pressure_planes", "one plane up- and one downstream of fan.position = "
+                f"{fan.position}", fan.pressure_planes)
 
     @classmethod
     def build(cls, section, config, folder):

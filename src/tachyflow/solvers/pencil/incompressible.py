@@ -31,14 +31,16 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from tachyflow.numerics import immersed, stencils
+from tachyflow.numerics import immersed, reductions, stencils, velocity_update
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.numerics.runge_kutta import RK3_ENDS, RK3_GAMMA, RK3_RHO, rk3_increment
 from tachyflow.numerics.tdma import FactoredTridiagonal, solve_tridiagonal_lines
 from tachyflow.parallel import HaloExchange, PencilDecomposition
 from tachyflow.solvers.base import register
+from tachyflow.solvers.pencil import options
 from tachyflow.solvers.pencil.base import Inflow, PencilSolver
-from tachyflow.solvers.pencil.poisson import PhaseTimer, PoissonSolver
+from tachyflow.solvers.pencil.poisson import PoissonSolver
+from tachyflow.solvers.phase_clock import PhaseClock
 
 FORCING = ("none", "pressure-gradient", "flow-rate")
 WALL_CONDITIONS = ("no-slip", "slip")
@@ -86,7 +88,7 @@ class IncompressibleSolver(PencilSolver):
     fused : bool
         A substep's update of the three components before the projection in one pass:
         explicit terms (advection, viscous terms, forcing), RK3 increments and, with walls,
-        the Crank–Nicolson solves in y (:func:`~tachyflow.numerics.stencils.
+        the Crank–Nicolson solves in y (:func:`~tachyflow.numerics.velocity_update.
         advance_velocity`), the same values bit for bit as the separate kernels
         (``False``: the reference path). On unless the grid is open in x, where it is
         refused (the outflow condition changes the terms before the increments). May be
@@ -108,6 +110,7 @@ class IncompressibleSolver(PencilSolver):
     """
 
     fields = ("u", "v", "w", "p")
+    case_options = options.CARTESIAN
     moving_bodies: tuple = ()  # the bodies as given, with their motions
     statistics_columns = (
         "step", "time", "dt", "cfl", "kinetic_energy", "dissipation", "bulk_velocity",
@@ -186,7 +189,7 @@ class IncompressibleSolver(PencilSolver):
             decomposition, grid, planning=planning, overlap=overlap,
             solution=self.halo.interior(self.potential),
         )
-        self.timer = PhaseTimer()
+        self.timer = PhaseClock()
         self.metrics = stencils.YMetrics.from_grid(grid)
         self.dx, self.dz = grid.spacing_x, grid.spacing_z
         self.time = 0.0
@@ -204,7 +207,9 @@ class IncompressibleSolver(PencilSolver):
         # substep's in place; the separate kernels need a second array), the separate
         # kernels' Crank–Nicolson terms (then increments), and the fused pass's planes,
         # each made when first used.
-        self._explicit_terms = [stencils.velocity_terms(decomposition.local_shape("y")), None]
+        self._explicit_terms = [
+            velocity_update.velocity_terms(decomposition.local_shape("y")), None
+        ]
         self._implicit_terms = None
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
@@ -401,13 +406,13 @@ class IncompressibleSolver(PencilSolver):
                         self._implicit_operator(True, alpha_dt))
         if self._velocity_planes is None:
             runs = max(1, min(numba.get_num_threads(), terms.shape[1]))
-            self._velocity_planes = stencils.velocity_planes(terms.shape[1:], runs)
+            self._velocity_planes = velocity_update.velocity_planes(terms.shape[1:], runs)
         # The projection's divergence in the same pass, but where bodies are forced in
         # between (it is of the forced velocity).
         divergence = None if self._forcing else self.poisson.work
         rows = self._bulk_rows_array() if self.forcing.kind == "flow-rate" else None
         with self.timer("velocity"):
-            stencils.advance_velocity(
+            velocity_update.advance_velocity(
                 self.u, self.v, self.w, self.metrics, self.dx, self.dz, self.viscosity,
                 forcing, dt, gamma, rho, alpha_dt, terms, implicit, self._velocity_planes,
                 divergence, 1.0 / alpha_dt, rows, self._z_whole,
@@ -473,8 +478,10 @@ class IncompressibleSolver(PencilSolver):
             )
         # The planes left read u's ghosts below in x (and, z split, w's in z: a whole
         # exchange came first); the first z cells of a split z, the neighbours' ghosts.
-        left = stencils.planes_left_by_advance(work.shape[0], self._velocity_planes.shape[1])
-        stencils.divergence_of_planes(
+        left = velocity_update.planes_left_by_advance(
+            work.shape[0], self._velocity_planes.shape[1]
+        )
+        velocity_update.divergence_of_planes(
             self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, self.walls,
             self._z_whole, left, work, rows,
         )
@@ -527,7 +534,7 @@ class IncompressibleSolver(PencilSolver):
     def _convective_rate(self) -> float:
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""
         interior = self.halo.interior
-        rate = stencils.convective_rate(
+        rate = reductions.convective_rate(
             interior(self.u), interior(self.v), interior(self.w), self.dx, self.grid.widths_y,
             self.dz,
         )
@@ -565,6 +572,10 @@ class IncompressibleSolver(PencilSolver):
         # Each component sits half a cell up along its own axis.
         return stencils.centred_component(field, "uvw".index(name), out)
 
+    def staggered_fields(self) -> tuple[np.ndarray, ...]:
+        """u, v, w at their faces and p at the centres, ghosted (local)."""
+        return self.u, self.v, self.w, self.p
+
     def cell_speed(self, out: np.ndarray, cells=None) -> np.ndarray:
         """This rank's ``|u|`` at cell centres, without ghosts, into ``out`` (one pass);
         only its cells ``cells`` when given, as in :meth:`cell_field`."""
@@ -574,7 +585,7 @@ class IncompressibleSolver(PencilSolver):
     def nonfinite_field(self) -> str | None:
         """``u``, ``v`` or ``w`` if it holds NaN or infinity on this rank, else None."""
         for name in ("u", "v", "w"):
-            if not stencils.all_finite(self.halo.interior(getattr(self, name))):
+            if not reductions.all_finite(self.halo.interior(getattr(self, name))):
                 return name
         return None
 
@@ -595,7 +606,7 @@ class IncompressibleSolver(PencilSolver):
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
         u, v, w = (self.halo.interior(f) for f in (self.u, self.v, self.w))
         weights = self.grid.volume_weights_y
-        squares = stencils.centred_energy_sum(self.u, self.v, self.w, weights)
+        squares = reductions.centred_energy_sum(self.u, self.v, self.w, weights)
         energy = 0.5 * self._cell_mean(squares)
         # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries). Each ∇²u
         # goes into the pressure solve's work array, free between steps.
@@ -606,7 +617,7 @@ class IncompressibleSolver(PencilSolver):
             stencils.add_viscous(
                 field, self.metrics, self.dx, self.dz, 1.0, laplacian, at_faces=name == "v"
             )
-            work += self._cell_mean(stencils.y_weighted_dot(owned, laplacian, weights))
+            work += self._cell_mean(reductions.y_weighted_dot(owned, laplacian, weights))
         stats = {
             "step": self.steps,
             "time": self.time,

@@ -1,4 +1,5 @@
-"""Initial conditions of the incompressible solver, from ``[flow] initial`` of a case.
+"""Initial conditions of the Cartesian solver, from ``[flow] initial`` of a case (the
+choices are :data:`~tachyflow.solvers.pencil.options.CARTESIAN_INITIAL`).
 
 Every one is an analytic function of the coordinates (the random phases of
 ``perturbed-channel`` come from ``[flow] seed``), so the state does not depend on the
@@ -34,9 +35,10 @@ def set_initial_condition(config, solver) -> None:
             lambda x, y, z: -np.cos(x) * np.sin(y) * np.cos(z),
             0.0,
         )
-    else:  # perturbed-channel: laminar profile plus random-phase waves and streaks; also
-        # "inflow" on an open x (no bulk: the waves alone, their amplitude
-        # [flow] perturbation; the first projection adds the inflow's potential flow)
+    elif flow.initial in ("perturbed-channel", "inflow"):
+        # The laminar profile plus random-phase waves and streaks; "inflow" on an open x
+        # has no bulk: the waves alone, their amplitude [flow] perturbation (the first
+        # projection adds the inflow's potential flow).
         rng = np.random.default_rng(flow.seed)
         lx, _, lz = config.grid.lengths
         modes = [

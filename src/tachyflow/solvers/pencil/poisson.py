@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import time
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +49,8 @@ from tachyflow.parallel.shared_memory import on_one_node
 from tachyflow.parallel.transpose import TransposeRequest, pipelined
 
 # Modes side by side in a slab's y solves: rows of at least this many (a row of each
+from tachyflow.solvers.phase_clock import PhaseClock
+
 # x-mode's few z-modes alone is too short a loop to run fast).
 LINE_ROW = 128
 
@@ -60,25 +60,6 @@ def line_block(nx: int, modes: int) -> int:
     divisor of ``nx`` giving rows of at least :data:`LINE_ROW` values (all ``nx``, if
     none)."""
     return next((b for b in range(1, nx + 1) if nx % b == 0 and b * modes >= LINE_ROW), nx)
-
-
-class PhaseTimer:
-    """Accumulates wall-clock seconds per named phase (``with timer("fft"): ...``)."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = defaultdict(float)
-        self._phase = None
-
-    def __call__(self, phase: str):
-        self._phase = phase
-        return self
-
-    def __enter__(self):
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc_info):
-        self.seconds[self._phase] += time.perf_counter() - self._start
 
 
 @dataclass
@@ -183,7 +164,7 @@ class PoissonSolver:
             raise ValueError(f"a periodic y needs at least 3 cells, got {grid.shape[1]}")
         self.decomposition = decomposition
         self.grid = grid
-        self.timer = PhaseTimer()
+        self.timer = PhaseClock()
         nx, ny, nz = grid.shape
         self.real_transposer = transposer or Transposer(decomposition, np.float64)
         self.spectral = PencilDecomposition(

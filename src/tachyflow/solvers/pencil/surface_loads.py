@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-from tachyflow.acoustics.offline import panel_share
-from tachyflow.acoustics.sources import FlowValues
 from tachyflow.numerics.immersed import wall_traction
+from tachyflow.numerics.interpolation import FlowValues
 from tachyflow.parallel import NoiseSourceExchange
+from tachyflow.parallel.pieces import panel_share
 
 PROBE_CELLS = 1.5  # how far out the first probe is, in cells: beyond the forced layer
 

@@ -16,6 +16,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.parallel import agreement
 from tachyflow.solvers.base import Solver, register
+from tachyflow.solvers.unstructured.options import PRESSURE
 from tachyflow.solvers.unstructured.solver import UnstructuredPressureSolver
 
 
@@ -46,7 +47,7 @@ class PressureEquation(Solver):
     """
 
     fields = ("p",)
-    structured = False
+    case_options = PRESSURE
     statistics_columns = (
         "step", "time", "dt", "cfl", "iterations", "residual", "seconds", "per_iteration",
     )

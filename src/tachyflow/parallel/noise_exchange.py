@@ -220,7 +220,7 @@ class NoiseSourceExchange:
         Unit normals of the points' panels. Identical on every rank.
     destination : array_like of int, shape (n,)
         Rank (of ``decomposition.comm``) that integrates each point's panel, e.g. from
-        :func:`tachyflow.acoustics.offline.panel_share`. Identical on every rank.
+        :func:`tachyflow.parallel.pieces.panel_share`. Identical on every rank.
     method : {"auto", "two-sided", "put", "aggregated-put", "source-put"}
         How values travel (see the module notes); ``"auto"`` is :data:`AUTO_METHOD`.
     sync : {"lock", "fence", "pscw", "auto"}
