@@ -427,6 +427,8 @@ class PencilSolver(Solver):
         }
         if self._forcing:
             phases["immersed"] = own["immersed"]
+        if "subgrid" in own:
+            phases["subgrid"] = own["subgrid"]
         return phases
 
     def free(self) -> None:

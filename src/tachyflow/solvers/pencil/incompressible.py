@@ -40,6 +40,7 @@ from tachyflow.solvers.base import register
 from tachyflow.solvers.pencil import options
 from tachyflow.solvers.pencil.base import Inflow, PencilSolver
 from tachyflow.solvers.pencil.poisson import PoissonSolver
+from tachyflow.solvers.pencil.subgrid import SubgridStress
 from tachyflow.solvers.phase_clock import PhaseClock
 
 FORCING = ("none", "pressure-gradient", "flow-rate")
@@ -78,6 +79,12 @@ class IncompressibleSolver(PencilSolver):
         convective outflow at the other end.
     wall_condition : {"no-slip", "slip"}
         What the walls in y impose on ``u`` and ``w``: no slip, or no stress.
+    subgrid : tuple, optional
+        ``(model, constant, van_driest)`` of a large-eddy simulation: the eddy-viscosity
+        model's stress (:class:`~tachyflow.solvers.pencil.subgrid.SubgridStress`) added to
+        the explicit terms, ν_t among the cell fields (``"nu_t"``) and its mean and largest
+        ratio to ν in the statistics; the velocity update then runs term by term
+        (``fused`` off).
     overlap : bool
         The Poisson solve's transposes overlap its transforms and tridiagonal solves
         (``PoissonSolver(overlap)``; the same result to round-off). The attribute
@@ -131,8 +138,8 @@ class IncompressibleSolver(PencilSolver):
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> IncompressibleSolver:
-        """The solver of ``[grid]`` and ``[flow]``, at ``[flow] initial``, with the bodies of
-        ``[immersed]`` (collective)."""
+        """The solver of ``[grid]``, ``[flow]`` and ``[les]``, at ``[flow] initial``, with the
+        bodies of ``[immersed]`` (collective)."""
         from tachyflow.solvers.pencil.initial_conditions import set_initial_condition
 
         grid_config = config.grid
@@ -147,7 +154,7 @@ class IncompressibleSolver(PencilSolver):
         solver = cls(
             decomposition, grid, config.flow.viscosity, forcing, planning=planning,
             inflow=inflow, wall_condition=grid_config.wall_condition,
-            overlap="poisson" in config.parallel.overlap,
+            overlap="poisson" in config.parallel.overlap, subgrid=config.les.subgrid(),
         )
         set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -163,6 +170,7 @@ class IncompressibleSolver(PencilSolver):
         inflow: Inflow | None = None,
         wall_condition: str = "no-slip",
         overlap: bool = False,
+        subgrid: tuple | None = None,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -214,6 +222,14 @@ class IncompressibleSolver(PencilSolver):
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
         self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
+        self.subgrid = None
+        if subgrid is not None:
+            self.subgrid = SubgridStress(self, *subgrid)
+            self._fused = False
+            self.fields = (*self.fields, "nu_t")
+            self.statistics_columns = (
+                *self.statistics_columns, "eddy_viscosity_ratio", "max_eddy_viscosity_ratio"
+            )
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -371,6 +387,9 @@ class IncompressibleSolver(PencilSolver):
                     field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
                     out_y=implicit[index] if self.walls else None,
                 )
+        if self.subgrid is not None:
+            with self.timer("subgrid"):
+                self.subgrid.add_to(explicit, self._fluid_cells if self._forcing else None)
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
         if self.inflow is not None:
@@ -393,6 +412,9 @@ class IncompressibleSolver(PencilSolver):
                 "fused=True needs a grid periodic in x: the outflow condition changes the "
                 "explicit terms before the increments"
             )
+        if value and self.subgrid is not None:
+            raise ValueError("fused=True has no subgrid stress: a large-eddy simulation "
+                             "updates the velocity term by term")
         self._fused = value
 
     def _advance_fused(self, dt: float, gamma: float, rho: float, alpha_dt: float) -> None:
@@ -563,6 +585,13 @@ class IncompressibleSolver(PencilSolver):
         (three slices of the piece's own cells) when given."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        if name == "nu_t":
+            owned = self.subgrid.owned()
+            window = owned if cells is None else owned[tuple(cells)]
+            if out is None:
+                return window.copy()
+            out[...] = window
+            return out
         field = stencils.owned_window(getattr(self, name), cells)
         if out is None:
             out = np.empty(tuple(n - 2 for n in field.shape))
@@ -591,7 +620,7 @@ class IncompressibleSolver(PencilSolver):
 
     def checkpoint_state(self):
         """This rank's u, v, w, p (y-pencil, without ghosts) and the pressure gradient."""
-        pieces = {name: self.halo.interior(getattr(self, name)) for name in self.fields}
+        pieces = {name: self.halo.interior(getattr(self, name)) for name in "uvwp"}
         return pieces, {"pressure_gradient": self.pressure_gradient}
 
     def restore_state(self, pieces, scalars) -> None:
@@ -627,13 +656,20 @@ class IncompressibleSolver(PencilSolver):
             "max_divergence": self.max_divergence(),
             "pressure_gradient": self.pressure_gradient,
         }
-        if self.walls and self.slip_walls:
-            stats["wall_shear"] = 0.0  # no stress at a slip wall
-        elif self.walls:
-            first = self.grid.widths_y[0]
-            # Quadratic fit through the wall: du/dy(0) from the first two centres.
-            y0, y1 = 0.5 * first, first + 0.5 * self.grid.widths_y[1]
-            slope = (u[:, 0, :] * y1**2 - u[:, 1, :] * y0**2) / (y0 * y1 * (y1 - y0))
-            nx, _, nz = self.grid.shape
-            stats["wall_shear"] = self.viscosity * self._sum(slope.sum()) / (nx * nz)
+        if self.walls:
+            stats["wall_shear"] = self.wall_shear()
+        if self.subgrid is not None:
+            stats.update(self.subgrid.statistics())
         return stats
+
+    def wall_shear(self) -> float:
+        """ν du/dy at the lower wall, averaged over it (0 at a slip wall; collective)."""
+        if self.slip_walls:
+            return 0.0  # no stress at a slip wall
+        u = self.halo.interior(self.u)
+        first = self.grid.widths_y[0]
+        # Quadratic fit through the wall: du/dy(0) from the first two centres.
+        y0, y1 = 0.5 * first, first + 0.5 * self.grid.widths_y[1]
+        slope = (u[:, 0, :] * y1**2 - u[:, 1, :] * y0**2) / (y0 * y1 * (y1 - y0))
+        nx, _, nz = self.grid.shape
+        return self.viscosity * self._sum(slope.sum()) / (nx * nz)

@@ -86,6 +86,25 @@ class CylindricalFlowSection(PencilFlowSection):
 
 
 @dataclass(frozen=True)
+class LesSection:
+    """``[les]``: a large-eddy simulation's subgrid-scale model (Cartesian solver):
+    ``model`` "none" (a DNS), "smagorinsky" (with van Driest's damping at walls when
+    ``van_driest``), "vreman" or "wale"; ``constant`` 0 takes the model's own (C_s = 0.1,
+    c = 0.07, C_w = 0.325: see :mod:`tachyflow.numerics.eddy_viscosity` for each one's
+    source); the filter width is the local cell's."""
+
+    model: Literal["none", "smagorinsky", "vreman", "wale"] = "none"
+    constant: Annotated[float, at_least(0)] = 0.0
+    van_driest: bool = True
+
+    def subgrid(self) -> tuple | None:
+        """``(model, constant or None, van_driest)`` for the solver, None for a DNS."""
+        if self.model == "none":
+            return None
+        return self.model, self.constant or None, self.van_driest
+
+
+@dataclass(frozen=True)
 class CylinderSection:
     """``[cylinder]``: the domain of ``solver = "cylindrical"`` (x, r, θ), in a frame
     rotating at ``rotation`` (rad per unit time) about x; wall rotations are the walls'
@@ -259,7 +278,7 @@ def _provides(config, *grid: str) -> frozenset[str]:
 
 _SHARED = {"immersed": ImmersedSection}
 CARTESIAN = SolverOptions(
-    {"grid": GridSection, "flow": FlowSection, **_SHARED}, check_cartesian,
+    {"grid": GridSection, "flow": FlowSection, "les": LesSection, **_SHARED}, check_cartesian,
     lambda config: _provides(config, CARTESIAN_GRID),
 )
 CYLINDRICAL = SolverOptions(

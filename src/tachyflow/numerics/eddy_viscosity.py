@@ -1,0 +1,247 @@
+"""Subgrid-scale eddy viscosities and the divergence of their stress on the staggered
+Cartesian grid (MPI-free, numba).
+
+The velocity is staggered as the solvers keep it: ghosted arrays with ``u[i, j, k]`` on
+the face ``i + 1/2`` of cell ``(i, j, k)``, ``v`` on ``j + 1/2``, ``w`` on ``k + 1/2``, one
+ghost layer with corners. The gradient ``g_ab = ∂u_a/∂x_b`` is taken at the owned cell
+centres: the diagonal from the two faces of the cell, the rest by centred differences of
+the velocity averaged to the neighbouring centres (``gap_down + gap`` apart in y). The
+filter width is the cell's: ``Δ = (Δx Δy Δz)^(1/3)``; Vreman's model takes the three
+widths themselves.
+
+Models (``MODELS``; ν_t at the cell centres):
+
+* ``smagorinsky``: ``ν_t = (C_s Δ D)² |S|``, ``|S| = (2 S_ij S_ij)^(1/2)``, with van
+  Driest's damping ``D = 1 - exp(-y⁺/A⁺)`` near walls (``A⁺ = 26``; Smagorinsky 1963,
+  van Driest 1956); ``C_s = 0.1``, the value of channel-flow LES (Deardorff 1970).
+* ``vreman``: ``ν_t = c (B_β / (α_ij α_ij))^(1/2)``, ``α_ij = ∂u_j/∂x_i``,
+  ``β_ij = Σ_m Δ_m² α_mi α_mj``, ``B_β = β11 β22 - β12² + β11 β33 - β13² + β22 β33
+  - β23²``; ``c = 2.5 C_s² = 0.07`` with ``C_s = 0.17`` (Vreman, "An eddy-viscosity
+  subgrid-scale model for turbulent shear flow: algebraic theory and applications", Phys.
+  Fluids 16, 3670, 2004). Zero where ``α_ij α_ij = 0`` and in any flow of one gradient
+  direction (pure shear, a laminar channel).
+* ``wale``: ``ν_t = (C_w Δ)² (S^d_ij S^d_ij)^(3/2) / ((S_ij S_ij)^(5/2) + (S^d_ij
+  S^d_ij)^(5/4))``, ``S^d_ij = ½ (g²_ij + g²_ji) - ⅓ δ_ij g²_kk``, ``g²_ij = g_ik g_kj``;
+  ``C_w = 0.325`` (Nicoud & Ducros, "Subgrid-scale stress modelling based on the square of
+  the velocity gradient tensor", Flow Turb. Combust. 62, 183, 1999, the value OpenFOAM
+  uses). Zero in pure shear and at walls (as y³).
+
+:func:`add_stress_divergence` adds ``∂_j (2 ν_t S_ij)`` (ν_t ghosted like the velocity)
+to each component's explicit terms at its own faces: the normal stresses at the centres,
+the shear stresses on the cell edges with ν_t averaged from the four centres around.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from tachyflow.numerics.compiled import kernel
+
+MODELS = ("smagorinsky", "vreman", "wale")
+#: The models' constants: Smagorinsky's C_s, Vreman's c, WALE's C_w.
+CONSTANTS = {"smagorinsky": 0.1, "vreman": 0.07, "wale": 0.325}
+VAN_DRIEST_A_PLUS = 26.0
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _gradient(u, v, w, i, j, k, dx, dz, dy, across, g):  # pragma: no cover
+    # g[a, b] = ∂u_a/∂x_b at the centre of cell (i, j, k); across: centre j-1 to j+1.
+    g[0, 0] = (u[i, j, k] - u[i - 1, j, k]) / dx
+    g[1, 1] = (v[i, j, k] - v[i, j - 1, k]) / dy
+    g[2, 2] = (w[i, j, k] - w[i, j, k - 1]) / dz
+    g[0, 1] = 0.5 * (u[i, j + 1, k] + u[i - 1, j + 1, k]
+                     - u[i, j - 1, k] - u[i - 1, j - 1, k]) / across
+    g[0, 2] = 0.25 * (u[i, j, k + 1] + u[i - 1, j, k + 1]
+                      - u[i, j, k - 1] - u[i - 1, j, k - 1]) / dz
+    g[1, 0] = 0.25 * (v[i + 1, j, k] + v[i + 1, j - 1, k]
+                      - v[i - 1, j, k] - v[i - 1, j - 1, k]) / dx
+    g[1, 2] = 0.25 * (v[i, j, k + 1] + v[i, j - 1, k + 1]
+                      - v[i, j, k - 1] - v[i, j - 1, k - 1]) / dz
+    g[2, 0] = 0.25 * (w[i + 1, j, k] + w[i + 1, j, k - 1]
+                      - w[i - 1, j, k] - w[i - 1, j, k - 1]) / dx
+    g[2, 1] = 0.5 * (w[i, j + 1, k] + w[i, j + 1, k - 1]
+                     - w[i, j - 1, k] - w[i, j - 1, k - 1]) / across
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _strain_squared(g):  # pragma: no cover
+    total = 0.0
+    for a in range(3):
+        for b in range(3):
+            s = 0.5 * (g[a, b] + g[b, a])
+            total += s * s
+    return total
+
+
+@numba.njit(error_model="numpy")
+def smagorinsky_value(g, delta, constant, damping):  # pragma: no cover
+    """Smagorinsky's ν_t of the gradient ``g`` (compiled; one point)."""
+    length = constant * delta * damping
+    return length * length * math.sqrt(2.0 * _strain_squared(g))
+
+
+@numba.njit(error_model="numpy")
+def vreman_value(g, widths, constant, beta):  # pragma: no cover
+    """Vreman's ν_t of the gradient ``g`` (``beta``: a 3 x 3 work array; compiled)."""
+    # alpha[a, b] = ∂u_b/∂x_a = g[b, a]; beta[a, b] = Σ_m Δ_m² alpha[m, a] alpha[m, b].
+    alpha_squared = 0.0
+    for a in range(3):
+        for b in range(3):
+            alpha_squared += g[a, b] * g[a, b]
+    if alpha_squared <= 0.0:
+        return 0.0
+    for a in range(3):
+        for b in range(3):
+            total = 0.0
+            for m in range(3):
+                total += widths[m] * widths[m] * g[a, m] * g[b, m]
+            beta[a, b] = total
+    b_beta = (beta[0, 0] * beta[1, 1] - beta[0, 1] ** 2 + beta[0, 0] * beta[2, 2]
+              - beta[0, 2] ** 2 + beta[1, 1] * beta[2, 2] - beta[1, 2] ** 2)
+    if b_beta <= 0.0:
+        return 0.0
+    return constant * math.sqrt(b_beta / alpha_squared)
+
+
+@numba.njit(error_model="numpy")
+def wale_value(g, delta, constant, square):  # pragma: no cover
+    """WALE's ν_t of the gradient ``g`` (``square``: a 3 x 3 work array; compiled)."""
+    for a in range(3):
+        for b in range(3):
+            total = 0.0
+            for m in range(3):
+                total += g[a, m] * g[m, b]
+            square[a, b] = total
+    third = (square[0, 0] + square[1, 1] + square[2, 2]) / 3.0
+    deviatoric = 0.0
+    for a in range(3):
+        for b in range(3):
+            d = 0.5 * (square[a, b] + square[b, a]) - (third if a == b else 0.0)
+            deviatoric += d * d
+    denominator = _strain_squared(g) ** 2.5 + deviatoric**1.25
+    if denominator <= 0.0:
+        return 0.0
+    length = constant * delta
+    return length * length * deviatoric**1.5 / denominator
+
+
+@kernel(error_model="numpy", parallel=True)
+def _eddy_viscosity(
+    u, v, w, dx, dz, width, gap, gap_down, model, constant, damping, out
+):  # pragma: no cover
+    nx, ny, nz = out.shape
+    for i in prange(1, nx + 1):
+        g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        for j in range(1, ny + 1):
+            dy = width[j - 1]
+            across = gap[j - 1] + gap_down[j - 1]
+            delta = (dx * dy * dz) ** (1.0 / 3.0)
+            widths[0], widths[1], widths[2] = dx, dy, dz
+            for k in range(1, nz + 1):
+                _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
+                if model == 0:
+                    value = smagorinsky_value(g, delta, constant, damping[j - 1])
+                elif model == 1:
+                    value = vreman_value(g, widths, constant, work)
+                else:
+                    value = wale_value(g, delta, constant, work)
+                out[i - 1, j - 1, k - 1] = value
+
+
+def eddy_viscosity(u, v, w, metrics, dx: float, dz: float, model: str, out: np.ndarray,
+                   constant: float | None = None, damping: np.ndarray | None = None):
+    """ν_t of ``model`` at the owned cell centres into ``out`` (shape of the owned cells);
+    ``constant`` defaults to the model's (:data:`CONSTANTS`), ``damping`` (one factor per
+    y row, Smagorinsky's van Driest damping) to none. ``metrics`` is the grid's
+    :class:`~tachyflow.numerics.stencils.YMetrics`."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    shape = tuple(n - 2 for n in u.shape)
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, expected the owned cells' {shape}")
+    damping = np.ones(shape[1]) if damping is None else np.asarray(damping, dtype=np.float64)
+    if damping.shape != (shape[1],):
+        raise ValueError(f"damping has shape {damping.shape}, expected ({shape[1]},)")
+    _eddy_viscosity(
+        u, v, w, float(dx), float(dz), metrics.width.ravel(), metrics.gap.ravel(),
+        metrics.gap_down.ravel(), MODELS.index(model),
+        CONSTANTS[model] if constant is None else float(constant), damping, out,
+    )
+    return out
+
+
+def van_driest(wall_distance: np.ndarray, friction_velocity: float, viscosity: float,
+               a_plus: float = VAN_DRIEST_A_PLUS) -> np.ndarray:
+    """van Driest's damping ``1 - exp(-y⁺/A⁺)`` at the given distances from the wall."""
+    y_plus = np.asarray(wall_distance) * friction_velocity / viscosity
+    return 1.0 - np.exp(-y_plus / a_plus)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _edge(nu, i, j, k, a, b, c, d, e, f):  # pragma: no cover
+    # ν on the edge between centres (i, j, k), + (a, b, c), + (d, e, f) and + both.
+    return 0.25 * (nu[i, j, k] + nu[i + a, j + b, k + c] + nu[i + d, j + e, k + f]
+                   + nu[i + a + d, j + b + e, k + c + f])
+
+
+@kernel(error_model="numpy", parallel=True)
+def _add_stress_divergence(
+    u, v, w, nu, dx, dz, width, width_up, gap, gap_down, out_u, out_v, out_w
+):  # pragma: no cover
+    nx, ny, nz = out_u.shape
+    for i in prange(1, nx + 1):
+        for j in range(1, ny + 1):
+            dy, dy_up, up, down = width[j - 1], width_up[j - 1], gap[j - 1], gap_down[j - 1]
+            for k in range(1, nz + 1):
+                # The shear strains (∂u_a/∂x_b + ∂u_b/∂x_a) on the edges each face needs,
+                # times ν there: xy at (i+1/2, j±1/2) and (i-1/2, j+1/2), xz at
+                # (i+1/2, k±1/2) and (i-1/2, k+1/2), yz at (j+1/2, k±1/2), (j-1/2, k+1/2).
+                xy_up = _edge(nu, i, j, k, 1, 0, 0, 0, 1, 0) * (
+                    (u[i, j + 1, k] - u[i, j, k]) / up + (v[i + 1, j, k] - v[i, j, k]) / dx)
+                xy_down = _edge(nu, i, j, k, 1, 0, 0, 0, -1, 0) * (
+                    (u[i, j, k] - u[i, j - 1, k]) / down
+                    + (v[i + 1, j - 1, k] - v[i, j - 1, k]) / dx)
+                yx_down = _edge(nu, i, j, k, -1, 0, 0, 0, 1, 0) * (
+                    (u[i - 1, j + 1, k] - u[i - 1, j, k]) / up
+                    + (v[i, j, k] - v[i - 1, j, k]) / dx)
+                xz_up = _edge(nu, i, j, k, 1, 0, 0, 0, 0, 1) * (
+                    (u[i, j, k + 1] - u[i, j, k]) / dz + (w[i + 1, j, k] - w[i, j, k]) / dx)
+                xz_down = _edge(nu, i, j, k, 1, 0, 0, 0, 0, -1) * (
+                    (u[i, j, k] - u[i, j, k - 1]) / dz
+                    + (w[i + 1, j, k - 1] - w[i, j, k - 1]) / dx)
+                zx_down = _edge(nu, i, j, k, -1, 0, 0, 0, 0, 1) * (
+                    (u[i - 1, j, k + 1] - u[i - 1, j, k]) / dz
+                    + (w[i, j, k] - w[i - 1, j, k]) / dx)
+                yz_up = _edge(nu, i, j, k, 0, 1, 0, 0, 0, 1) * (
+                    (v[i, j, k + 1] - v[i, j, k]) / dz + (w[i, j + 1, k] - w[i, j, k]) / up)
+                yz_down = _edge(nu, i, j, k, 0, 1, 0, 0, 0, -1) * (
+                    (v[i, j, k] - v[i, j, k - 1]) / dz
+                    + (w[i, j + 1, k - 1] - w[i, j, k - 1]) / up)
+                zy_down = _edge(nu, i, j, k, 0, -1, 0, 0, 0, 1) * (
+                    (v[i, j - 1, k + 1] - v[i, j - 1, k]) / dz
+                    + (w[i, j, k] - w[i, j - 1, k]) / down)
+                # Twice ν times the normal strains at the two centres beside each face.
+                xx = 2.0 * (nu[i + 1, j, k] * (u[i + 1, j, k] - u[i, j, k])
+                            - nu[i, j, k] * (u[i, j, k] - u[i - 1, j, k])) / (dx * dx)
+                yy = 2.0 * (nu[i, j + 1, k] * (v[i, j + 1, k] - v[i, j, k]) / dy_up
+                            - nu[i, j, k] * (v[i, j, k] - v[i, j - 1, k]) / dy) / up
+                zz = 2.0 * (nu[i, j, k + 1] * (w[i, j, k + 1] - w[i, j, k])
+                            - nu[i, j, k] * (w[i, j, k] - w[i, j, k - 1])) / (dz * dz)
+                out_u[i - 1, j - 1, k - 1] += xx + (xy_up - xy_down) / dy + (xz_up - xz_down) / dz
+                out_v[i - 1, j - 1, k - 1] += (xy_up - yx_down) / dx + yy + (yz_up - yz_down) / dz
+                out_w[i - 1, j - 1, k - 1] += (xz_up - zx_down) / dx + (yz_up - zy_down) / dy + zz
+
+
+def add_stress_divergence(u, v, w, nu, metrics, dx: float, dz: float, out) -> None:
+    """``out[a] += ∂_j (2 ν_t S_aj)`` at each component's owned faces (``out``: shape
+    ``(3, nx, ny, nz)``); ``nu`` is ν_t at the cell centres, ghosted like the velocity."""
+    if nu.shape != u.shape:
+        raise ValueError(f"nu has shape {nu.shape}, expected the velocity's {u.shape}")
+    _add_stress_divergence(
+        u, v, w, nu, float(dx), float(dz), metrics.width.ravel(), metrics.width_up.ravel(),
+        metrics.gap.ravel(), metrics.gap_down.ravel(), out[0], out[1], out[2],
+    )
