@@ -68,6 +68,7 @@ class OutputSection:
     images_every: NonNegative = 0
     fields_every: NonNegative = 0
     vtk_fields: bool = True  # also VTK XML files + fields.pvd beside fields.bp
+    monitor: bool = True  # each statistics record also a line on the run's output
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class StatisticsSection:
         '["x", "z"] (or ["x", "theta"]: profiles across the walls) or [] (mean fields)',
     )] = ("x", "z")
     output_every: NonNegative = 0  # 0: only at the end
+    # Profiles drawn and compared beside the run's: a built-in data set ("mkm-395") or a
+    # CSV file (y_plus, u_plus[, uu_plus, vv_plus, ww_plus]; from the case's folder).
+    reference: str = ""
 
 
 @dataclass(frozen=True)

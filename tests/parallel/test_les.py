@@ -29,8 +29,8 @@ def finish(solver):
 
 
 @pytest.mark.parallel([1, 2, 3])
-@pytest.mark.parametrize("model", ["vreman", "wale"])
-def test_a_laminar_channel_is_the_dns_bit_for_bit_with_vreman_and_wale(model):
+@pytest.mark.parametrize("model", ["vreman", "wale", "dynamic-global"])
+def test_a_laminar_channel_is_the_dns_bit_for_bit_with_shear_free_models(model):
     # Starting from rest under a pressure gradient: u = u(y, t), one gradient direction.
     comm = MPI.COMM_WORLD
     fields = []
@@ -47,7 +47,7 @@ def test_a_laminar_channel_is_the_dns_bit_for_bit_with_vreman_and_wale(model):
 
 
 @pytest.mark.parallel([1, 2, 3])
-@pytest.mark.parametrize("model", ["smagorinsky", "vreman", "wale"])
+@pytest.mark.parametrize("model", ["smagorinsky", "vreman", "wale", "dynamic-global"])
 def test_eddy_viscosity_is_the_same_on_any_rank_count_and_takes_energy(model):
     comm = MPI.COMM_WORLD
     solver = run("taylor-green", comm, model, 3, (12, 10, 8))
@@ -57,6 +57,7 @@ def test_eddy_viscosity_is_the_same_on_any_rank_count_and_takes_energy(model):
     finish(solver)
     reference = run("taylor-green", MPI.COMM_SELF, model, 3, (12, 10, 8))
     expected = reference.decomposition.gather_global(reference.cell_field("nu_t"), "y")
+    reference_coefficient = reference.subgrid.coefficient
     dns = run("taylor-green", MPI.COMM_SELF, "none", 3, (12, 10, 8))
     dns_energy = dns.statistics()["kinetic_energy"]
     finish(reference)
@@ -64,6 +65,9 @@ def test_eddy_viscosity_is_the_same_on_any_rank_count_and_takes_energy(model):
     if comm.rank == 0:
         np.testing.assert_allclose(nu_t, expected, rtol=1e-10, atol=1e-14)
         assert nu_t.max() > 0 and statistics["eddy_viscosity_ratio"] > 0
+    if model == "dynamic-global":  # one coefficient, the same from every rank count
+        assert statistics["dynamic_coefficient"] == pytest.approx(
+            reference_coefficient, rel=1e-10)
     parallel_assert(energy < dns_energy, f"{model}: no energy taken ({energy} >= {dns_energy})")
 
 
@@ -71,7 +75,7 @@ def test_les_options_are_the_cartesian_solver_s():
     case = config.load("channel").replace("les", model="smagorinsky", constant=0.17)
     assert case.les.subgrid() == ("smagorinsky", 0.17, True)
     assert config.load("channel").les.subgrid() is None
-    with pytest.raises(ConfigError, match=r"'les\.model' must be one of \('none', 'smag"):
+    with pytest.raises(ConfigError, match=r"'les\.model' must be one of \('none', 'dyn"):
         config.parse('[les]\nmodel = "dynamic"\n')
     with pytest.raises(ConfigError, match=r"unknown section \[les\] \(solver 'cylindrical'"):
         config.parse('[case]\nsolver = "cylindrical"\n[les]\nmodel = "wale"\n')

@@ -161,3 +161,25 @@ def test_constant_viscosity_stress_is_the_laplacian_plus_the_divergence_gradient
                       for axis, n in enumerate(grid.shape))
         np.testing.assert_allclose(stress[index][inner], laplacian[index][inner] + nu * part,
                                    rtol=1e-11, atol=1e-9)
+
+
+def test_the_dynamic_coefficient_is_zero_for_a_linear_field_and_clipped():
+    # The test filter leaves a linear field as it is: nothing unresolved, so C_v = 0.
+    grid = StaggeredGrid((6, 7, 5), (1.0, 2.0, 0.8), periodic_y=False, stretching=1.5)
+    metrics = YMetrics.from_grid(grid)
+    g = np.array([[0.3, -1.2, 0.7], [0.4, 0.1, -0.5], [-0.9, 0.6, -0.4]])
+    u, v, w = ghosted_linear_field(grid, g)
+    parts = np.zeros((sgs.PARTS, *u.shape))
+    sgs.vreman_parts(u, v, w, metrics, grid.spacing_x, grid.spacing_z, parts)
+    np.testing.assert_allclose(parts[:9, 1:-1, 1:-1, 1:-1],
+                               np.broadcast_to(g.reshape(9, 1, 1, 1), (9, *grid.shape)))
+    inner = parts[:, 2:-2, 1:-1, 2:-2]  # cells whose filter reads owned cells only
+    numerator, denominator = sgs.global_sums(
+        np.pad(inner, ((0, 0), (1, 1), (1, 1), (1, 1)), mode="edge"), metrics,
+        grid.spacing_x, grid.spacing_z, (True, False, True))
+    assert abs(numerator) < 1e-12 and denominator < 0  # the test level's Π̃ is larger
+    assert sgs.dynamic_coefficient(numerator, denominator, 1e-3) == pytest.approx(
+        -0.5e-3 * numerator / denominator, abs=1e-15)
+    assert sgs.dynamic_coefficient(1.0, 2.0, 1e-3) == 0.0  # negative: clipped
+    assert sgs.dynamic_coefficient(1.0, 0.0, 1e-3) == 0.0
+    assert sgs.dynamic_coefficient(2.0, -4.0, 1e-3) == pytest.approx(2.5e-4)

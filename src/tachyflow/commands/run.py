@@ -67,6 +67,10 @@ class Run(Command):
             "records the result",
         )
         parser.add_argument(
+            "--quiet", action="store_true",
+            help="no monitor line per statistics record (they stay in log.txt and stats.csv)",
+        )
+        parser.add_argument(
             "--restart",
             default=None,
             metavar="CHECKPOINT",
@@ -84,6 +88,8 @@ class Run(Command):
         from tachyflow.simulation import Simulation
 
         config = case_files.load(args.case, args.overrides)
+        if args.quiet:
+            config = config.replace("output", monitor=False)
         if args.proc_grid is not None:
             config = config.replace("parallel", proc_grid=args.proc_grid)
         output = Path(args.output or Path("runs") / config.case.name)

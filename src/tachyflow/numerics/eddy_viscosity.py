@@ -20,6 +20,17 @@ Models (``MODELS``; ν_t at the cell centres):
   subgrid-scale model for turbulent shear flow: algebraic theory and applications", Phys.
   Fluids 16, 3670, 2004). Zero where ``α_ij α_ij = 0`` and in any flow of one gradient
   direction (pure shear, a laminar channel).
+* ``dynamic-global``: Vreman's form with one coefficient for the whole domain,
+  ``ν_t = C_v(t) Π_β``, ``Π_β = (B_β / (α_ij α_ij))^(1/2)``, ``C_v = −(ν/2) ⟨(α_ij
+  α_ij)~ − α̃_ij α̃_ij⟩ / ⟨(Π_β S_ij S_ij)~ − Π̃_β S̃_ij S̃_ij⟩ ≥ 0``: the viscous and the
+  subgrid dissipation summed over the domain are the same at the grid and at the test
+  filter's level (Park, Lee, Lee & Choi, "A dynamic subgrid-scale eddy viscosity model
+  with a global model coefficient", Phys. Fluids 18, 125109, 2006). No averaging over
+  homogeneous directions and no clipping cell by cell: one number per substep, which
+  suits immersed bodies and rotating frames. The test filter is Simpson's rule over
+  three cells (width 2Δ) along x, z and a periodic y (:func:`global_sums`); the filtered
+  gradient is the gradient of the filtered velocity (the two commute on the uniform
+  filtered directions).
 * ``wale``: ``ν_t = (C_w Δ)² (S^d_ij S^d_ij)^(3/2) / ((S_ij S_ij)^(5/2) + (S^d_ij
   S^d_ij)^(5/4))``, ``S^d_ij = ½ (g²_ij + g²_ji) - ⅓ δ_ij g²_kk``, ``g²_ij = g_ik g_kj``;
   ``C_w = 0.325`` (Nicoud & Ducros, "Subgrid-scale stress modelling based on the square of
@@ -150,6 +161,102 @@ def _eddy_viscosity(
                 else:
                     value = wale_value(g, delta, constant, work)
                 out[i - 1, j - 1, k - 1] = value
+
+
+#: The test filter of the dynamic global coefficient: Simpson's rule over three cells
+#: along each filtered direction (the filter of the Choi group's code), width 2Δ.
+TEST_FILTER = np.array([1.0, 4.0, 1.0]) / 6.0
+#: The arrays of :func:`vreman_parts`: the 9 gradient components, α_ij α_ij, Π_β S_ij S_ij.
+PARTS = 11
+
+
+@kernel(error_model="numpy", parallel=True)
+def _vreman_parts(u, v, w, dx, dz, width, gap, gap_down, parts):  # pragma: no cover
+    nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
+    for i in prange(1, nx + 1):
+        g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        for j in range(1, ny + 1):
+            dy = width[j - 1]
+            across = gap[j - 1] + gap_down[j - 1]
+            widths[0], widths[1], widths[2] = dx, dy, dz
+            for k in range(1, nz + 1):
+                _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
+                squared = 0.0
+                for a in range(3):
+                    for b in range(3):
+                        parts[3 * a + b, i, j, k] = g[a, b]
+                        squared += g[a, b] * g[a, b]
+                parts[9, i, j, k] = squared
+                parts[10, i, j, k] = vreman_value(g, widths, 1.0, work) * _strain_squared(g)
+
+
+def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> None:
+    """Into the owned cells of ``parts`` (:data:`PARTS` ghosted arrays): the velocity
+    gradient g_ab (``parts[3 a + b]``), ``α_ij α_ij`` and ``Π_β S_ij S_ij`` (Π_β: Vreman's
+    ν_t with c = 1) at each cell centre, what the dynamic coefficient filters."""
+    _vreman_parts(u, v, w, float(dx), float(dz), metrics.width.ravel(),
+                  metrics.gap.ravel(), metrics.gap_down.ravel(), parts)
+
+
+@kernel(error_model="numpy", parallel=True)
+def _global_sums(parts, dx, width, dz, filters, scale, fluid, sums):  # pragma: no cover
+    nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
+    masked = fluid.shape[0] > 0
+    numerators, denominators = np.zeros(nx), np.zeros(nx)
+    for i in prange(1, nx + 1):
+        filtered, widths = np.empty(PARTS), np.empty(3)
+        g, work = np.empty((3, 3)), np.empty((3, 3))
+        numerator, denominator = 0.0, 0.0
+        for j in range(1, ny + 1):
+            widths[0], widths[1], widths[2] = scale[0] * dx, scale[1] * width[j - 1], scale[2] * dz
+            weight = width[j - 1]
+            for k in range(1, nz + 1):
+                if masked and not fluid[i - 1, j - 1, k - 1]:
+                    continue
+                for c in range(PARTS):
+                    total = 0.0
+                    for a in range(3):
+                        for b in range(3):
+                            for d in range(3):
+                                total += (filters[0, a] * filters[1, b] * filters[2, d]
+                                          * parts[c, i + a - 1, j + b - 1, k + d - 1])
+                    filtered[c] = total
+                for a in range(3):
+                    for b in range(3):
+                        g[a, b] = filtered[3 * a + b]
+                resolved = 0.0
+                for a in range(3):
+                    for b in range(3):
+                        resolved += g[a, b] * g[a, b]
+                numerator += weight * (filtered[9] - resolved)
+                denominator += weight * (
+                    filtered[10] - vreman_value(g, widths, 1.0, work) * _strain_squared(g))
+        numerators[i - 1], denominators[i - 1] = numerator, denominator
+    sums[0], sums[1] = numerators.sum(), denominators.sum()
+
+
+def global_sums(parts: np.ndarray, metrics, dx: float, dz: float, filtered, fluid=None):
+    """This rank's shares of ``⟨(α_ij α_ij)~ − α̃_ij α̃_ij⟩`` and ``⟨(Π_β S_ij S_ij)~ −
+    Π̃_β S̃_ij S̃_ij⟩`` (volume sums), ``~`` the test filter along the ``filtered`` axes
+    (three bools) with width 2Δ there; ``parts`` ghosted (:func:`vreman_parts`, ghosts
+    filled); ``fluid`` (owned cells, bool) where the cells count, if given."""
+    filters = np.array([TEST_FILTER if along else [0.0, 1.0, 0.0] for along in filtered])
+    scale = np.array([2.0 if along else 1.0 for along in filtered])
+    sums = np.empty(2)
+    mask = np.empty((0, 0, 0), dtype=np.bool_) if fluid is None else np.asarray(fluid, bool)
+    _global_sums(parts, float(dx), metrics.width.ravel(), float(dz), filters, scale, mask,
+                 sums)
+    return sums
+
+
+def dynamic_coefficient(numerator: float, denominator: float, viscosity: float) -> float:
+    """Park, Lee, Lee & Choi's global coefficient from the global sums over all ranks
+    (:func:`global_sums`): ``C_v = −(ν/2) numerator / denominator``, from the balance of the
+    viscous and subgrid dissipations at the grid and the test-filter levels; 0 where it
+    would be negative or the denominator vanishes."""
+    if denominator == 0.0 or not np.isfinite(denominator):
+        return 0.0
+    return max(0.0, -0.5 * viscosity * numerator / denominator)
 
 
 def eddy_viscosity(u, v, w, metrics, dx: float, dz: float, model: str, out: np.ndarray,

@@ -51,7 +51,8 @@ class TurbulenceStatistics(Observer):
     name = "turbulence"
     needs = frozenset({PENCIL_FIELDS})
 
-    def __init__(self, section, viscosity: float):
+    def __init__(self, section, viscosity: float, reference=None):
+        self.reference = reference  # (name, columns) of profiles to compare with, or None
         self.every = section.every
         self.start_step, self.start_time = section.start_step, section.start_time
         self.keeps_cells = not section.homogeneous
@@ -69,7 +70,7 @@ class TurbulenceStatistics(Observer):
         if not config.statistics.every:
             return None
         cls.require_needs(config, "[statistics]")
-        return cls(config.statistics, config.flow.viscosity)
+        return cls(config.statistics, config.flow.viscosity, _reference(config))
 
     def due(self, step: int) -> bool:
         """A sampling step (every ``every``) or an output step (every ``output_every``)."""
@@ -174,10 +175,13 @@ class TurbulenceStatistics(Observer):
             )
             return
         table, summary = self._profiles(run.solver.grid)
+        if self.reference is not None and "U_plus" in table:
+            summary["reference"] = _compared(self.reference, table)
         if run.root:
             _write_profiles(run.output / "profiles.csv", table)
             _write_json(run.output / "statistics.json", summary)
-            _plot_profiles(run.output / "images" / "profiles.png", table, summary)
+            _plot_profiles(run.output / "images" / "profiles.png", table, summary,
+                           self.reference)
         if self.keeps_cells:
             self._write_fields(run)
 
@@ -272,8 +276,47 @@ def _write_json(path, document: dict) -> None:
         temporary.write_text(json.dumps(document, indent=2) + "\n")
 
 
-def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict) -> None:
-    """U+ against y+ with the law of the wall, rms profiles, the shear stress budget."""
+def _reference(config):
+    """``(name, columns)`` of ``[statistics] reference``: a built-in data set by name
+    (``tachyflow/data/channel/NAME.csv``) or a CSV file (from the case's folder); None when
+    the case names none. ConfigError for a file that is not there or lacks y_plus, u_plus."""
+    from importlib import resources
+    from pathlib import Path
+
+    name = config.statistics.reference
+    if not name:
+        return None
+    built_in = resources.files("tachyflow") / "data" / "channel" / f"{name}.csv"
+    source = Path(config.source)
+    path = Path(name) if Path(name).is_absolute() else (
+        source.parent if source.is_file() else Path.cwd()) / name
+    path = built_in if built_in.is_file() else path
+    if not path.is_file():
+        raise ConfigError(f"{config.source}: 'statistics.reference' must be a built-in data "
+                          f"set (mkm-395) or a CSV file, got {name!r}")
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    data = np.genfromtxt(lines, delimiter=",", names=True)
+    if not {"y_plus", "u_plus"} <= set(data.dtype.names or ()):
+        raise ConfigError(f"{config.source}: statistics.reference {name!r} needs the columns "
+                          f"y_plus and u_plus, has {data.dtype.names}")
+    return name, {column: np.asarray(data[column]) for column in data.dtype.names}
+
+
+def _compared(reference, table: dict[str, np.ndarray]) -> dict:
+    """The largest relative difference of U+ from the reference's beyond y+ = 30 (one
+    wall's half: the channel's two halves fall on one curve)."""
+    name, columns = reference
+    y_plus, u_plus = table["y_plus"], table["U_plus"]
+    beyond = (y_plus >= 30) & (y_plus <= columns["y_plus"].max())
+    expected = np.interp(y_plus[beyond], columns["y_plus"], columns["u_plus"])
+    deviation = np.abs(u_plus[beyond] - expected) / expected
+    return {"name": name, "U_plus_largest_deviation_beyond_y_plus_30":
+            float(deviation.max()) if deviation.size else None}
+
+
+def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict, reference=None) -> None:
+    """U+ against y+ with the law of the wall (and a reference's profiles), rms profiles,
+    the shear stress budget."""
     from tachyflow.io.figures import new_subplots, save_figure
 
     figure, axes = new_subplots(1, 3, figsize=(14, 4.2))
@@ -286,6 +329,14 @@ def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict) -> None:
         axes[0].semilogx(line[line < 12], line[line < 12], "k--", lw=1, label="U+ = y+")
         axes[0].semilogx(line[line > 8], np.log(line[line > 8]) / KAPPA + CONSTANT, "k:",
                          lw=1, label=f"ln(y+)/{KAPPA} + {CONSTANT}")
+        if reference is not None:
+            name, columns = reference
+            axes[0].semilogx(columns["y_plus"][1:], columns["u_plus"][1:], "r-", lw=1.2,
+                             label=name)
+            for stress in ("uu_plus", "vv_plus", "ww_plus"):
+                if stress in columns:
+                    axes[1].plot(columns["y_plus"], np.sqrt(columns[stress]), "-", lw=1,
+                                 label=f"{name} {stress[0]}")
         axes[0].set_xlabel("y+")
         axes[0].set_ylabel("U+")
         axes[0].set_title(f"Re_tau = {summary['Re_tau']:.1f}, {summary['samples']} samples")

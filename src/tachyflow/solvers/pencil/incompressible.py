@@ -228,7 +228,8 @@ class IncompressibleSolver(PencilSolver):
             self._fused = False
             self.fields = (*self.fields, "nu_t")
             self.statistics_columns = (
-                *self.statistics_columns, "eddy_viscosity_ratio", "max_eddy_viscosity_ratio"
+                *self.statistics_columns, "eddy_viscosity_ratio", "max_eddy_viscosity_ratio",
+                *(("dynamic_coefficient",) if self.subgrid.model == "dynamic-global" else ()),
             )
 
     # -- set-up ------------------------------------------------------------------------------

@@ -88,12 +88,14 @@ class CylindricalFlowSection(PencilFlowSection):
 @dataclass(frozen=True)
 class LesSection:
     """``[les]``: a large-eddy simulation's subgrid-scale model (Cartesian solver):
-    ``model`` "none" (a DNS), "smagorinsky" (with van Driest's damping at walls when
-    ``van_driest``), "vreman" or "wale"; ``constant`` 0 takes the model's own (C_s = 0.1,
-    c = 0.07, C_w = 0.325: see :mod:`tachyflow.numerics.eddy_viscosity` for each one's
-    source); the filter width is the local cell's."""
+    ``model`` "none" (a DNS), "dynamic-global" (Park, Lee, Lee & Choi's, Vreman's form with
+    one coefficient for the domain computed each substep), "smagorinsky" (with van
+    Driest's damping at walls when ``van_driest``), "vreman" or "wale"; ``constant`` 0
+    takes the model's own (C_s = 0.1, c = 0.07, C_w = 0.325: see
+    :mod:`tachyflow.numerics.eddy_viscosity` for each one's source; the dynamic model has
+    none); the filter width is the local cell's."""
 
-    model: Literal["none", "smagorinsky", "vreman", "wale"] = "none"
+    model: Literal["none", "dynamic-global", "smagorinsky", "vreman", "wale"] = "none"
     constant: Annotated[float, at_least(0)] = 0.0
     van_driest: bool = True
 

@@ -3,8 +3,9 @@
 :class:`SubgridStress` owns the eddy viscosity ν_t (a ghosted array beside the velocity):
 each substep it computes ν_t at the owned cell centres from the velocity
 (:mod:`tachyflow.numerics.eddy_viscosity`: Smagorinsky with van Driest's damping, Vreman,
-WALE), sets it to zero inside immersed bodies (the forcing's velocity is no flow to
-model), fills its ghosts (periodic images by the halo exchange; at a wall the mirror with
+WALE, and Park, Lee, Lee & Choi's dynamic global coefficient of Vreman's form), sets it
+to zero inside immersed bodies (the forcing's velocity is no flow to model), fills its
+ghosts (periodic images by the halo exchange; at a wall the mirror with
 the opposite sign, so that ν_t is zero on the wall's edges) and adds the divergence of
 ``2 ν_t S_ij`` to the explicit terms of the RK3 substep; the molecular viscosity stays
 implicit in y as without a model.
@@ -41,10 +42,13 @@ class SubgridStress:
     decomposition; :meth:`owned` is local.
     """
 
+    #: The models: the algebraic ones and the dynamic global-coefficient one.
+    MODELS = (*eddy_viscosity.MODELS, "dynamic-global")
+
     def __init__(self, solver, model: str, constant: float | None = None,
                  van_driest: bool = True):
-        if model not in eddy_viscosity.MODELS:
-            raise ValueError(f"model must be one of {eddy_viscosity.MODELS}, got {model!r}")
+        if model not in self.MODELS:
+            raise ValueError(f"model must be one of {self.MODELS}, got {model!r}")
         if constant is not None and not (math.isfinite(constant) and constant >= 0):
             raise ValueError(f"constant must be a number >= 0, got {constant!r}")
         self.model, self.constant = model, constant
@@ -52,6 +56,9 @@ class SubgridStress:
         self.nu = solver.halo.allocate()
         self._owned = np.empty(solver.halo.interior(self.nu).shape)
         self._damped = van_driest and model == "smagorinsky" and solver.walls
+        # The dynamic model's filtered parts (ghosted), made at its first substep.
+        self._parts = None
+        self.coefficient = constant  # the dynamic model's C_v of the last substep
 
     def _damping(self) -> np.ndarray | None:
         """van Driest's factor per owned y row, from the mean friction velocity now."""
@@ -69,9 +76,14 @@ class SubgridStress:
         now (collective); ``fluid`` (owned cells, bool) where ν_t is kept, if given."""
         solver = self.solver
         u, v, w = solver.u, solver.v, solver.w
+        if self.model == "dynamic-global":
+            self.coefficient = self._dynamic_coefficient(fluid)
+            model, constant = "vreman", self.coefficient
+        else:
+            model, constant = self.model, self.constant
         eddy_viscosity.eddy_viscosity(
-            u, v, w, solver.metrics, solver.dx, solver.dz, self.model, self._owned,
-            self.constant, self._damping(),
+            u, v, w, solver.metrics, solver.dx, solver.dz, model, self._owned, constant,
+            self._damping(),
         )
         if fluid is not None:
             self._owned *= fluid
@@ -84,6 +96,22 @@ class SubgridStress:
             u, v, w, self.nu, solver.metrics, solver.dx, solver.dz, explicit
         )
 
+    def _dynamic_coefficient(self, fluid) -> float:
+        """Park et al.'s C_v of the velocity now, from sums over every rank (collective)."""
+        solver = self.solver
+        if self._parts is None:
+            self._parts = np.stack([solver.halo.allocate()
+                                    for _ in range(eddy_viscosity.PARTS)])
+        eddy_viscosity.vreman_parts(solver.u, solver.v, solver.w, solver.metrics, solver.dx,
+                                    solver.dz, self._parts)
+        solver.halo.exchange(*self._parts)
+        # Filtered along x, z and a periodic y: not across walls.
+        filtered = (True, not solver.walls, True)
+        sums = eddy_viscosity.global_sums(self._parts, solver.metrics, solver.dx, solver.dz,
+                                          filtered, fluid)
+        numerator, denominator = solver.decomposition.sum_arrays(sums)
+        return eddy_viscosity.dynamic_coefficient(numerator, denominator, solver.viscosity)
+
     def owned(self) -> np.ndarray:
         """ν_t at this rank's cell centres (as of the last substep)."""
         return self._owned
@@ -92,7 +120,10 @@ class SubgridStress:
         """The volume mean and the largest ν_t / ν (collective)."""
         solver = self.solver
         largest = solver.decomposition.maximum(float(self._owned.max(initial=0.0)))
-        return {
+        statistics = {
             "eddy_viscosity_ratio": solver.volume_average(self._owned) / solver.viscosity,
             "max_eddy_viscosity_ratio": largest / solver.viscosity,
         }
+        if self.model == "dynamic-global":
+            statistics["dynamic_coefficient"] = self.coefficient
+        return statistics
