@@ -333,15 +333,16 @@ def _plot_profiles(path, table: dict[str, np.ndarray], summary: dict, reference=
             name, columns = reference
             axes[0].semilogx(columns["y_plus"][1:], columns["u_plus"][1:], "r-", lw=1.2,
                              label=name)
-            for stress in ("uu_plus", "vv_plus", "ww_plus"):
+            for index, stress in enumerate(("uu_plus", "vv_plus", "ww_plus")):
                 if stress in columns:
                     axes[1].plot(columns["y_plus"], np.sqrt(columns[stress]), "-", lw=1,
-                                 label=f"{name} {stress[0]}")
+                                 color=f"C{index}", label=f"{name} {stress[0]}")
         axes[0].set_xlabel("y+")
         axes[0].set_ylabel("U+")
         axes[0].set_title(f"Re_tau = {summary['Re_tau']:.1f}, {summary['samples']} samples")
-        for name in ("u", "v", "w"):
-            axes[1].plot(y_plus[order], table[f"{name}_rms"][order] / u_tau, ".", label=name)
+        for index, name in enumerate(("u", "v", "w")):
+            axes[1].plot(y_plus[order], table[f"{name}_rms"][order] / u_tau, ".",
+                         color=f"C{index}", label=name)
         axes[1].set_xlabel("y+")
         axes[1].set_ylabel("rms / u_tau")
         stress = u_tau**2

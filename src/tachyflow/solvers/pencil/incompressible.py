@@ -365,10 +365,11 @@ class IncompressibleSolver(PencilSolver):
             self._implicit_cache[key] = operator
         return operator
 
-    def _explicit_and_implicit_terms(self):
+    def _explicit_and_implicit_terms(self, first: bool = True):
         """(explicit terms of RK3, wall-normal viscous terms treated by Crank–Nicolson) of
         u, v, w, each one array of shape ``(3, nx, ny, nz)`` (owned points); without walls
-        every term is explicit and the implicit ones are zero."""
+        every term is explicit and the implicit ones are zero. ``first``: the step's first
+        substep (where a dynamic subgrid model updates its coefficient)."""
         metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
         # Not the array holding the previous substep's terms.
         other = self._explicit_terms[0] is self._previous
@@ -390,7 +391,8 @@ class IncompressibleSolver(PencilSolver):
                 )
         if self.subgrid is not None:
             with self.timer("subgrid"):
-                self.subgrid.add_to(explicit, self._fluid_cells if self._forcing else None)
+                self.subgrid.add_to(explicit, self._fluid_cells if self._forcing else None,
+                                    first)
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
         if self.inflow is not None:
@@ -462,7 +464,7 @@ class IncompressibleSolver(PencilSolver):
     def _advance_separately(self, dt: float, gamma: float, rho: float, alpha_dt: float) -> None:
         """The substep's update of u, v, w before the projection, term by term (the
         reference of the fused pass; with an open x, the outflow's own update)."""
-        explicit, implicit = self._explicit_and_implicit_terms()
+        explicit, implicit = self._explicit_and_implicit_terms(first=not rho)
         for index, field in enumerate((self.u, self.v, self.w)):
             previous = self._previous[index] if rho else explicit[index]
             increment = rk3_increment(

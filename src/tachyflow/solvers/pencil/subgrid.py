@@ -71,13 +71,17 @@ class SubgridStress:
         return eddy_viscosity.van_driest(solver.grid.wall_distances_y, friction,
                                          solver.viscosity)
 
-    def add_to(self, explicit: np.ndarray, fluid: np.ndarray | None = None) -> None:
+    def add_to(self, explicit: np.ndarray, fluid: np.ndarray | None = None,
+               first: bool = True) -> None:
         """``explicit[a] += ∂_j (2 ν_t S_aj)`` at the owned faces, ν_t from the velocity
-        now (collective); ``fluid`` (owned cells, bool) where ν_t is kept, if given."""
+        now (collective); ``fluid`` (owned cells, bool) where ν_t is kept, if given. The
+        dynamic model's coefficient is computed at the ``first`` substep of each step and
+        kept for the other two (as Park et al. update it once a time step)."""
         solver = self.solver
         u, v, w = solver.u, solver.v, solver.w
         if self.model == "dynamic-global":
-            self.coefficient = self._dynamic_coefficient(fluid)
+            if first or self.coefficient is None:
+                self.coefficient = self._dynamic_coefficient(fluid)
             model, constant = "vreman", self.coefficient
         else:
             model, constant = self.model, self.constant
