@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tachyflow.numerics.threads import threads_per_rank
+from tachyflow.runtime import threads_per_rank
 
 PLANNING = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
 DIRECTIONS = {
