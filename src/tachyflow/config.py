@@ -50,12 +50,16 @@ class CaseSection:
 
 @dataclass(frozen=True)
 class TimeSection:
-    """``[time]``: how many steps and how long each is."""
+    """``[time]``: how many steps and how long each is, and when a run may end sooner: once
+    the statistics named in ``stop_when`` have settled (the ``settled`` observer)."""
 
     steps: Annotated[int, Check(lambda n: n >= 1, "a positive integer")] = 100
     dt: Annotated[float, Check(lambda dt: dt >= 0, ">= 0 (0: adaptive)")] = 0.0
     cfl: float = 0.5
     max_cfl: float = 2.0  # beyond this the run is declared diverged
+    stop_when: tuple[str, ...] = ()  # columns of stats.csv that must settle, all of them
+    stop_window: Annotated[int, at_least(4)] = 20  # statistics records they settle over
+    stop_tolerance: Annotated[float, Check(lambda t: t > 0, "positive")] = 1e-4
 
 
 @dataclass(frozen=True)

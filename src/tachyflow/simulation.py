@@ -206,6 +206,8 @@ class Simulation:
         if steps is None:
             steps = max(self.config.time.steps - self.solver.steps, 0)
         self.steps_to_run = steps
+        # Set (equal on every rank) by an observer once the case's quantities have settled.
+        self.settled: str | None = None
         solver = self.solver
         self.log(
             f"case {self.config.case.name}: {self.decomposition!r}, "
@@ -239,6 +241,9 @@ class Simulation:
                     self._stop(int(self.decomposition.maximum(stop.number)), watchers)
                 if solver.finished():  # a steady solver at its target: a normal end
                     self.log(f"solver finished after step {solver.steps}")
+                    break
+                if self.settled:  # the case's quantities have settled: a normal end
+                    self.log(f"settled after step {solver.steps}: {self.settled}")
                     break
         if not steps:
             self.dt = 0.0
@@ -279,6 +284,7 @@ class Simulation:
             "steps": len(step_times),
             "final_step": solver.steps,
             "final_time": solver.time,
+            "settled": self.settled,  # why the run ended before its last step, if it did
             "wall_time": total,
             "time_per_step": {
                 "median": float(np.median(step_times)) if step_times else 0.0,

@@ -29,6 +29,7 @@ from tachyflow.registry import Registry
 # live viewer show the history it records). Imported on first use.
 BUILTIN = (
     "tachyflow.observers.statistics",
+    "tachyflow.observers.settled",
     "tachyflow.observers.bodies",
     "tachyflow.observers.cylinder_wake",
     "tachyflow.observers.surface_loads",
@@ -156,7 +157,11 @@ def registered() -> dict[str, type[Observer]]:
     for module in BUILTIN:
         importlib.import_module(module)
     plugins.load()
-    return _OBSERVERS.classes()
+    # Built-ins in BUILTIN's order whatever imported them first, then plug-ins'.
+    rank = {module: index for index, module in enumerate(BUILTIN)}
+    ordered = sorted(_OBSERVERS.classes().items(),
+                     key=lambda item: rank.get(item[1].__module__, len(rank)))
+    return dict(ordered)
 
 
 def build(config) -> list[Observer]:
