@@ -35,3 +35,17 @@ def test_a_missing_reference_is_named(tmp_path):
     case.write_text('[statistics]\nevery = 1\nreference = "bad.csv"\n')
     with pytest.raises(ConfigError, match="needs the columns y_plus and u_plus"):
         _reference(config.load(str(case)))
+
+
+def test_the_shipped_isotropic_spectra_decay_as_comte_bellot_and_corrsin_s():
+    from importlib import resources
+
+    text = (resources.files("tachyflow") / "data" / "isotropic" / "cbc-1971.csv").read_text()
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    data = np.genfromtxt(lines, delimiter=",", names=True)
+    energies = []
+    for station in ("E42", "E98", "E171"):
+        measured = np.isfinite(data[station])
+        energies.append(np.trapezoid(data[station][measured], data["k"][measured]))
+    # ∫E dk = 3 u'²/2 in cm²/s²: 777, 250, 117 over the measured wavenumbers.
+    np.testing.assert_allclose(energies, [777.0, 250.0, 117.0], rtol=5e-3)
