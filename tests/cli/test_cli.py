@@ -181,6 +181,10 @@ def test_run_writes_the_output_folder_and_restarts(tmp_path):
         "boundaries",
         "other",
     }
+    # Set-up and the first step (compiling) are rows of their own; the phases are the rest.
+    assert timings["set_up"] > 0 and 0 < timings["first_step"] <= timings["wall_time"]
+    steps_after_first = timings["wall_time"] - timings["first_step"]
+    assert sum(timings["phases"].values()) >= steps_after_first * (1 - 1e-9)
     # --steps is the last step: the restarted run goes on from 20 to 25, and the history
     # before the checkpoint is kept.
     again = tachyflow(
