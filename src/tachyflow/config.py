@@ -152,11 +152,10 @@ class Config:
 
     def replace(self, section: str, **values) -> Config:
         """A copy with some values of one section changed (validated again)."""
+        updated = dataclasses.replace(getattr(self, section), **values)
         if section in SHARED:
-            updated = dataclasses.replace(getattr(self, section), **values)
             result = dataclasses.replace(self, **{section: updated})
         else:
-            updated = dataclasses.replace(getattr(self, section), **values)
             result = dataclasses.replace(self, tables={**self.tables, section: updated})
         _validate(result, self.source)
         return result

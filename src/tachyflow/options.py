@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 from tachyflow.errors import ConfigError
 
 __all__ = [
-    "Check", "FilePath", "at_least", "check_values", "choices", "finite", "inside", "positive",
+    "Check", "FilePath", "at_least", "check_values", "finite", "inside", "positive",
     "requirement", "table", "table_lines", "toml_value",
 ]
 
@@ -67,13 +67,6 @@ def inside(low, high, closed: str = "()", each: bool = False) -> Check:
     return Check(lambda v: above(v) and below(v), f"in {closed[0]}{low}, {high}{closed[1]}", each)
 
 
-def choices(annotation) -> tuple:
-    """The values a ``Literal[...]`` field (or a tuple of them) offers."""
-    while typing.get_origin(annotation) in (tuple, Annotated):
-        annotation = typing.get_args(annotation)[0]
-    return typing.get_args(annotation)
-
-
 def requirement(source: str) -> Callable:
     """``require(condition, key, expectation, value)``: raises the one-line ConfigError of
     a failed check across values, naming the file and the key."""
@@ -85,19 +78,22 @@ def requirement(source: str) -> Callable:
     return require
 
 
+def _choose(value, choices: tuple, key: str, source: str):
+    """``value`` if it is one of a ``Literal``'s ``choices`` (of the same type), else the
+    ConfigError naming them."""
+    if value not in choices or type(value) not in {type(choice) for choice in choices}:
+        raise ConfigError(f"{source}: '{key}' must be one of {choices}, got {value!r}")
+    return value
+
+
 def _convert(value, annotation, key: str, source: str):
-    """Check ``value`` against a field type; ints are accepted where floats are expected."""
+    """``value`` converted to a field's type (its ranges are :func:`check_values`'); ints
+    are accepted where floats are expected."""
     origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is Annotated:
-        converted = _convert(value, arguments[0], key, source)
-        for check in arguments[1:]:
-            if isinstance(check, Check):
-                requirement(source)(check.holds(converted), key, check.expectation, value)
-        return converted
+        return _convert(value, arguments[0], key, source)
     if origin is Literal:
-        if value not in arguments or type(value) not in {type(a) for a in arguments}:
-            raise ConfigError(f"{source}: '{key}' must be one of {arguments}, got {value!r}")
-        return value
+        return _choose(value, arguments, key, source)
     if dataclasses.is_dataclass(annotation):
         return table(annotation, value, key, source)
     if origin is tuple and arguments[-1] is Ellipsis:
@@ -120,7 +116,9 @@ def _convert(value, annotation, key: str, source: str):
 
 
 def table(cls, values, name: str, source: str):
-    """``cls`` from a TOML table, strictly; ``name`` ("" at the top of a file) prefixes keys.
+    """``cls`` from a TOML table, strictly (unknown keys, wrong types, choices not offered);
+    ``name`` ("" at the top of a file) prefixes keys. The ranges of ``Annotated`` fields
+    are checked by :func:`check_values` once the whole case is read.
 
     A nested dataclass may pick the class of each entry of a list of tables from a key of
     the entry: ``cls.entry_class(entry: dict, source) -> type`` (pipelines by ``kind``).
@@ -149,8 +147,9 @@ def table(cls, values, name: str, source: str):
 
 
 def check_values(values, name: str, source: str) -> None:
-    """Check a table built in code (``dataclasses.replace``) as :func:`table` checks one
-    read from a file: its choices and ranges, nested tables included."""
+    """Check a table's choices and ranges (``Literal`` and ``Annotated`` fields), nested
+    tables included: after :func:`table`, and for one changed in code
+    (``dataclasses.replace``)."""
     hints = typing.get_type_hints(type(values), include_extras=True)
     for item in dataclasses.fields(values):
         value, key = getattr(values, item.name), f"{name}.{item.name}" if name else item.name
@@ -171,8 +170,8 @@ def _check(value, annotation, key: str, source: str) -> None:
         for check in arguments[1:]:
             if isinstance(check, Check):
                 requirement(source)(check.holds(value), key, check.expectation, value)
-    elif origin is Literal and value not in arguments:
-        raise ConfigError(f"{source}: '{key}' must be one of {arguments}, got {value!r}")
+    elif origin is Literal:
+        _choose(value, arguments, key, source)
     elif origin is tuple and arguments[-1:] == (Ellipsis,):
         for entry in value:
             _check(entry, arguments[0], key, source)

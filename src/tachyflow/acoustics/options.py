@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from tachyflow.errors import ConfigError
-from tachyflow.options import Check, at_least, positive, requirement, table
+from tachyflow.options import Check, at_least, check_values, positive, requirement, table
 
 Positive = Annotated[float, positive]
 Plane = Literal["xy", "xz", "yz"]
@@ -124,6 +124,7 @@ def parse_observers(text: str, source: str) -> ObserversFile:
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{source}: not valid TOML: {error}") from None
     observers = table(ObserversFile, document, "", source)
+    check_values(observers, "", source)
     requirement(source)(bool(observers.observer) or observers.arc.radius > 0, "observer",
                         "at least one [[observer]] entry or an [arc] with radius > 0",
                         observers.observer)

@@ -29,6 +29,8 @@ CYLINDRICAL_INITIAL = (
     "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow",
 )
 Positive = Annotated[float, positive]
+# A size that must be above zero (said as "> 0" in its error).
+Size = Annotated[float, Check(lambda v: v > 0, "> 0")]
 Vector = Annotated[tuple[float, float, float], Check(any, "a nonzero vector")]
 
 
@@ -143,13 +145,13 @@ class BodySection:
     name: str = "body"
     shape: str = "sphere"
     centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    radius: Annotated[float, Check(lambda v: v > 0, "> 0")] = 0.5
+    radius: Size = 0.5
     axis: Vector = (0.0, 0.0, 1.0)
     hollow: bool = False  # cylinder: the solid is outside (a duct)
     file: str = ""
-    scale: Annotated[float, Check(lambda v: v > 0, "> 0")] = 1.0
+    scale: Size = 1.0
     offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    thickness: Annotated[float, Check(lambda v: v > 0, "> 0")] = 0.1  # slab
+    thickness: Size = 0.1  # slab
     angular_velocity: float = 0.0
     rotation_axis: Vector = (1.0, 0.0, 0.0)
     rotation_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
