@@ -140,6 +140,17 @@ def wale_value(g, delta, constant, square):  # pragma: no cover
     return length * length * deviatoric**1.5 / denominator
 
 
+@numba.njit(error_model="numpy", inline="always")
+def model_value(model, g, widths, delta, constant, damping, work):  # pragma: no cover
+    """ν_t of ``model`` (the index in :data:`MODELS`) of the gradient ``g`` in a cell of
+    ``widths`` and filter width ``delta`` (compiled; ``work``: a 3 x 3 work array)."""
+    if model == 0:
+        return smagorinsky_value(g, delta, constant, damping)
+    if model == 1:
+        return vreman_value(g, widths, constant, work)
+    return wale_value(g, delta, constant, work)
+
+
 @kernel(error_model="numpy", parallel=True)
 def _eddy_viscosity(
     u, v, w, dx, dz, width, gap, gap_down, model, constant, damping, out
@@ -154,13 +165,8 @@ def _eddy_viscosity(
             widths[0], widths[1], widths[2] = dx, dy, dz
             for k in range(1, nz + 1):
                 _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
-                if model == 0:
-                    value = smagorinsky_value(g, delta, constant, damping[j - 1])
-                elif model == 1:
-                    value = vreman_value(g, widths, constant, work)
-                else:
-                    value = wale_value(g, delta, constant, work)
-                out[i - 1, j - 1, k - 1] = value
+                out[i - 1, j - 1, k - 1] = model_value(
+                    model, g, widths, delta, constant, damping[j - 1], work)
 
 
 #: The test filter of the dynamic global coefficient: Simpson's rule over three cells
@@ -168,6 +174,18 @@ def _eddy_viscosity(
 TEST_FILTER = np.array([1.0, 4.0, 1.0]) / 6.0
 #: The arrays of :func:`vreman_parts`: the 9 gradient components, α_ij α_ij, Π_β S_ij S_ij.
 PARTS = 11
+
+
+@numba.njit(error_model="numpy", inline="always")
+def store_parts(g, widths, work, parts, i, j, k):  # pragma: no cover
+    """The :data:`PARTS` of the gradient ``g`` into ``parts[:, i, j, k]`` (compiled)."""
+    squared = 0.0
+    for a in range(3):
+        for b in range(3):
+            parts[3 * a + b, i, j, k] = g[a, b]
+            squared += g[a, b] * g[a, b]
+    parts[9, i, j, k] = squared
+    parts[10, i, j, k] = vreman_value(g, widths, 1.0, work) * _strain_squared(g)
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -181,13 +199,7 @@ def _vreman_parts(u, v, w, dx, dz, width, gap, gap_down, parts):  # pragma: no c
             widths[0], widths[1], widths[2] = dx, dy, dz
             for k in range(1, nz + 1):
                 _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
-                squared = 0.0
-                for a in range(3):
-                    for b in range(3):
-                        parts[3 * a + b, i, j, k] = g[a, b]
-                        squared += g[a, b] * g[a, b]
-                parts[9, i, j, k] = squared
-                parts[10, i, j, k] = vreman_value(g, widths, 1.0, work) * _strain_squared(g)
+                store_parts(g, widths, work, parts, i, j, k)
 
 
 def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> None:
@@ -199,7 +211,7 @@ def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> N
 
 
 @kernel(error_model="numpy", parallel=True)
-def _global_sums(parts, dx, width, dz, filters, scale, fluid, sums):  # pragma: no cover
+def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  # pragma: no cover
     nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     masked = fluid.shape[0] > 0
     numerators, denominators = np.zeros(nx), np.zeros(nx)
@@ -208,8 +220,9 @@ def _global_sums(parts, dx, width, dz, filters, scale, fluid, sums):  # pragma: 
         g, work = np.empty((3, 3)), np.empty((3, 3))
         numerator, denominator = 0.0, 0.0
         for j in range(1, ny + 1):
-            widths[0], widths[1], widths[2] = scale[0] * dx, scale[1] * width[j - 1], scale[2] * dz
-            weight = width[j - 1]
+            for m in range(3):
+                widths[m] = scale[m] * widths_of_rows[j - 1, m]
+            weight = weights[j - 1]
             for k in range(1, nz + 1):
                 if masked and not fluid[i - 1, j - 1, k - 1]:
                     continue
@@ -235,18 +248,29 @@ def _global_sums(parts, dx, width, dz, filters, scale, fluid, sums):  # pragma: 
     sums[0], sums[1] = numerators.sum(), denominators.sum()
 
 
-def global_sums(parts: np.ndarray, metrics, dx: float, dz: float, filtered, fluid=None):
+def row_global_sums(parts: np.ndarray, widths: np.ndarray, weights: np.ndarray, filtered,
+                    fluid=None) -> np.ndarray:
     """This rank's shares of ``⟨(α_ij α_ij)~ − α̃_ij α̃_ij⟩`` and ``⟨(Π_β S_ij S_ij)~ −
     Π̃_β S̃_ij S̃_ij⟩`` (volume sums), ``~`` the test filter along the ``filtered`` axes
-    (three bools) with width 2Δ there; ``parts`` ghosted (:func:`vreman_parts`, ghosts
-    filled); ``fluid`` (owned cells, bool) where the cells count, if given."""
+    (three bools) with width 2Δ there; ``parts`` ghosted (:data:`PARTS` arrays, ghosts
+    filled); ``widths`` the cells' three widths per owned row (shape ``(ny, 3)``),
+    ``weights`` the cells' volumes per row (up to a common factor); ``fluid`` (owned
+    cells, bool) where the cells count, if given."""
     filters = np.array([TEST_FILTER if along else [0.0, 1.0, 0.0] for along in filtered])
     scale = np.array([2.0 if along else 1.0 for along in filtered])
     sums = np.empty(2)
     mask = np.empty((0, 0, 0), dtype=np.bool_) if fluid is None else np.asarray(fluid, bool)
-    _global_sums(parts, float(dx), metrics.width.ravel(), float(dz), filters, scale, mask,
-                 sums)
+    _global_sums(parts, np.ascontiguousarray(widths, dtype=np.float64),
+                 np.ascontiguousarray(weights, dtype=np.float64), filters, scale, mask, sums)
     return sums
+
+
+def global_sums(parts: np.ndarray, metrics, dx: float, dz: float, filtered, fluid=None):
+    """:func:`row_global_sums` on the Cartesian grid of ``metrics``
+    (:func:`vreman_parts`' ``parts``)."""
+    width = metrics.width.ravel()
+    widths = np.stack([np.full_like(width, dx), width, np.full_like(width, dz)], axis=1)
+    return row_global_sums(parts, widths, width, filtered, fluid)
 
 
 def dynamic_coefficient(numerator: float, denominator: float, viscosity: float) -> float:
