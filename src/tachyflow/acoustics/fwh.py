@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tachyflow import collectives
+from tachyflow.errors import ConfigError
 from tachyflow.numerics.fwh_kernels import (
     CUBIC_HISTORY,
     DERIVATIVE_ORDERS,
@@ -33,6 +34,7 @@ from tachyflow.numerics.fwh_kernels import (
     source_derivative,
 )
 from tachyflow.parallel import agreement
+from tachyflow.parallel.pieces import allgather_small, gather_rows
 
 # An observer closer than this fraction of a panel's width to the panel centre is on the
 # surface: the one-point panel quadrature of the 1/r and 1/r^2 integrands is meaningless.
@@ -386,6 +388,81 @@ class FWHAccumulator:
             loading = solver.sum_over_ranks(loading)
         return FWHSignals(solver.observer_times.copy(), thickness, loading)
 
+    def checkpoint_state(self, share: slice, copies: int = 1) -> dict[str, np.ndarray] | None:
+        """The record so far as whole-surface arrays, on rank 0 of the solver's communicator
+        (None elsewhere), from which :meth:`restore_state` goes on as if never stopped, on
+        any rank count (collective with a communicator: an observer found on the surface
+        is raised on every rank here, since a restart would not know of it).
+
+        Parameters
+        ----------
+        share : slice
+            This rank's panels of the surface (contiguous shares in rank order:
+            :func:`~tachyflow.parallel.pieces.panel_share`).
+        copies : int
+            The accumulator's panels are ``copies`` blocks of the share's panels, one after
+            the other (a rotor's sectors).
+        """
+        comm = self.solver.comm
+        if comm is not None:
+            agreement.agree(comm, self._problem)
+        npanel = self.areas.size
+        held = self._held or [np.zeros(0), *(np.zeros((0, npanel, *tail))
+                                             for tail in ((3,), (3,), (), (3,)))]
+        rows = {f"arrival_{k}": state for k, state in enumerate(self._state)}
+        # The held steps with the panel axis first, like the arrivals.
+        for name, values in zip(("positions", "mach", "normal_flux", "load"), held[1:],
+                                strict=True):
+            rows[f"held_{name}"] = np.moveaxis(values, 0, 1)
+        record = {
+            "held_times": held[0],
+            "counters": np.array([self._done, self.steps]),
+        }
+        signals = np.stack([self.thickness, self.loading])[None]
+        if comm is None:
+            whole = {name: _by_panel(values, copies) for name, values in rows.items()}
+            return {**record, **whole, "signals": signals}
+        counts = allgather_small(comm, share.stop - share.start)
+        for name, values in rows.items():
+            gathered = gather_rows(comm, _by_panel(values, copies), counts, values.dtype)
+            if gathered is not None:
+                record[name] = gathered
+        # Each rank's sums apart: a restart on as many ranks adds in the same order.
+        stacked = gather_rows(comm, signals, [1] * len(counts), np.float64)
+        if stacked is None:
+            return None
+        return {**record, "signals": stacked}
+
+    def restore_state(self, record: dict[str, np.ndarray], share: slice, copies: int = 1) -> None:
+        """Continue the record :meth:`checkpoint_state` gave (on every rank, the same
+        ``record``; ``share`` and ``copies`` as there, for this rank's panels now).
+        ConfigError when the record is of another surface, observers or observer times."""
+        kept = np.shape(record["arrival_0"])
+        panels = np.shape(_by_panel(self._state[0], copies))[1:]
+        if kept[1:] != panels or np.shape(record["signals"])[1:] != (2, *self.thickness.shape):
+            raise ConfigError(
+                f"the checkpoint's acoustics record ({kept[0]} panels, arrivals {kept[1:]}) is "
+                f"not of this case's surface and observers (arrivals {panels}): the "
+                "[acoustics] section changed since it was written"
+            )
+        for k, state in enumerate(self._state):
+            state[...] = _of_share(record[f"arrival_{k}"], share, copies)
+        times = np.asarray(record["held_times"], dtype=np.float64)
+        self._held = None
+        if times.size:
+            held = [_of_share(record[f"held_{name}"], share, copies)
+                    for name in ("positions", "mach", "normal_flux", "load")]
+            self._held = [times, *(np.ascontiguousarray(np.moveaxis(h, 1, 0)) for h in held)]
+        self._done, self.steps = (int(n) for n in record["counters"])
+        signals = np.asarray(record["signals"], dtype=np.float64)
+        comm = self.solver.comm
+        rank, size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
+        if len(signals) == size:
+            mine = signals[rank]
+        else:  # another rank count: rank 0 carries the sums so far
+            mine = signals.sum(axis=0) if rank == 0 else np.zeros_like(signals[0])
+        self.thickness[...], self.loading[...] = mine
+
     def _grid(self) -> tuple[float, float]:
         """Start and step of the uniform observer-time grid."""
         times = self.solver.observer_times
@@ -428,3 +505,18 @@ class FWHAccumulator:
             if solver.comm is None:
                 raise self._problem
             # With ranks, the panel is one rank's: every rank learns of it in finish().
+
+
+def _by_panel(values: np.ndarray, copies: int) -> np.ndarray:
+    """Rows of ``copies`` blocks of a share's panels as one row per panel of the share
+    (``(copies * n, ...)`` to ``(n, copies, ...)``): gathered over the ranks, the rows
+    are then in the surface's panel order."""
+    blocks = values.reshape(copies, -1, *values.shape[1:])
+    return np.ascontiguousarray(np.swapaxes(blocks, 0, 1))
+
+
+def _of_share(values: np.ndarray, share: slice, copies: int) -> np.ndarray:
+    """The rows of ``share`` of whole-surface rows (:func:`_by_panel`'s layout) back in
+    ``copies`` blocks."""
+    rows = np.asarray(values)[share]
+    return np.swapaxes(rows, 0, 1).reshape(-1, *rows.shape[2:])

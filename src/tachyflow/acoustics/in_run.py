@@ -101,6 +101,9 @@ class InRunAcoustics:
         Simulated time the record will cover from now.
     base : path
         Folder that relative mesh paths start from (the case file's).
+    record : dict, optional
+        What :meth:`checkpoint_state` gave before a restart: the record goes on from it
+        (its start and duration, not ``duration``), the surface series too.
 
     Notes
     -----
@@ -109,7 +112,9 @@ class InRunAcoustics:
     it) are raised on every rank.
     """
 
-    def __init__(self, section: AcousticsSection, solver, output, duration: float, base="."):
+    def __init__(
+        self, section: AcousticsSection, solver, output, duration: float, base=".", record=None
+    ):
         self.section = section
         self.decomposition = decomposition = solver.decomposition
         self.solver = solver
@@ -127,9 +132,12 @@ class InRunAcoustics:
             sources=PermeableSourceTerms(section.rho0, section.p0),
         )
         self.share = panel_share(count, rank, size)
-        self.start = solver.time
+        self.start, self.duration = (solver.time, duration) if record is None else (
+            float(value) for value in record["window"])
         distances = np.linalg.norm(observers[:, None, :] - self.surface.centres[None], axis=2)
-        times = observer_times(section, self.start, duration, distances.min(), distances.max())
+        times = observer_times(
+            section, self.start, self.duration, distances.min(), distances.max()
+        )
         self.fwh = FWHSolver(
             observers, times, c0=section.c0,
             rho0=section.rho0, p0=section.p0, permeable=True, comm=decomposition.comm,
@@ -142,9 +150,17 @@ class InRunAcoustics:
         self._series = None
         self.last_time = self.start
         self.samples = 0
+        if record is not None:
+            self.accumulator.restore_state(record, self.share)
+            self.last_time, samples = (float(value) for value in record["progress"])
+            self.samples = int(samples)
         if rank == 0:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._series = SurfaceSeriesWriter(self.folder / "surface.bp", self.surface.areas)
+            # After a restart, the steps a killed run sampled after its checkpoint go.
+            self._series = SurfaceSeriesWriter(
+                self.folder / "surface.bp", self.surface.areas,
+                keep_until=None if record is None else self.last_time,
+            )
 
     def sample(self) -> None:
         """Sample the current flow and integrate it (collective)."""
@@ -171,6 +187,15 @@ class InRunAcoustics:
                     "load": self._gathered[:, 1:],
                 },
             )
+
+    def checkpoint_state(self) -> dict[str, np.ndarray] | None:
+        """The record so far, for ``record`` after a restart, on rank 0 (None elsewhere)
+        (collective)."""
+        record = self.accumulator.checkpoint_state(self.share)
+        if record is not None:
+            record["window"] = np.array([self.start, self.duration])
+            record["progress"] = np.array([self.last_time, self.samples])
+        return record
 
     def write_surface(self) -> Path | None:
         """The panels with their last sample as VTK (rank 0; after a :meth:`sample`)."""

@@ -63,6 +63,9 @@ class RotorNoise:
         Results go to ``output/acoustics``.
     duration : float
         Simulated time the record will cover from now.
+    record : dict, optional
+        What :meth:`checkpoint_state` gave before a restart: the record goes on from it
+        (its start and duration, not ``duration``).
 
     Notes
     -----
@@ -70,7 +73,9 @@ class RotorNoise:
     decomposition.
     """
 
-    def __init__(self, section, solver, blades, blade_count: int, output, duration: float):
+    def __init__(
+        self, section, solver, blades, blade_count: int, output, duration: float, record=None
+    ):
         from pathlib import Path
 
         self.section, self.solver = section, solver
@@ -103,7 +108,7 @@ class RotorNoise:
             decomposition, grid, solver.halo, polar, normals, destination,
             method=section.exchange, sync=section.sync, sources=SurfacePressureTerms(),
         )
-        share = panel_share(count, rank, ranks)
+        self.share = share = panel_share(count, rank, ranks)
         self.centres, self.normals = centres[share], normals[share]
         self.centrifugal = 0.5 * self.rotation**2 * radii[share] ** 2
         self.names, observers, self.arc_angles = observers_of(section)
@@ -112,8 +117,9 @@ class RotorNoise:
         off_axis = np.hypot(observers[:, 1], observers[:, 2])[:, None]
         self._nearest = np.hypot(axial, off_axis - radii[None]).min()
         farthest = np.hypot(axial, off_axis + radii[None]).max()
-        self.start = solver.time
-        times = observer_times(section, self.start, duration, self._nearest, farthest)
+        self.start, self.duration = (solver.time, duration) if record is None else (
+            float(value) for value in record["window"])
+        times = observer_times(section, self.start, self.duration, self._nearest, farthest)
         self.fwh = FWHSolver(
             observers, times, c0=section.c0, rho0=section.rho0, permeable=False,
             comm=decomposition.comm, time_order=section.time_order,
@@ -123,6 +129,10 @@ class RotorNoise:
         self.accumulator = self.fwh.accumulator(np.tile(areas, self.copies))
         self.last_time = self.start
         self.samples = 0
+        if record is not None:
+            self.accumulator.restore_state(record, share, self.copies)
+            self.last_time, samples = (float(value) for value in record["progress"])
+            self.samples = int(samples)
         # The cost split of the paper's table: the exchange's phases, then the FW-H sums.
         self.seconds = dict.fromkeys(("pack", "communication", "unpack", "source"), 0.0)
         self.seconds["integration"] = 0.0
@@ -156,6 +166,15 @@ class RotorNoise:
         self.seconds["integration"] += time.perf_counter() - began
         self.last_time = solver.time
         self.samples += 1
+
+    def checkpoint_state(self) -> dict[str, np.ndarray] | None:
+        """The record so far, for ``record`` after a restart, on rank 0 (None elsewhere)
+        (collective)."""
+        record = self.accumulator.checkpoint_state(self.share, self.copies)
+        if record is not None:
+            record["window"] = np.array([self.start, self.duration])
+            record["progress"] = np.array([self.last_time, self.samples])
+        return record
 
     def finish(self) -> dict | None:
         """Sum the signals over the ranks and write them (collective; rank 0 writes and

@@ -148,12 +148,14 @@ class FieldWriter:
             self._stream = None
 
 
-def trim_series(path, last_step: int) -> None:
-    """Drop the steps after ``last_step`` from the field series ``path`` (one process).
+def trim_series(path, last_step: float, variable: str = "step") -> None:
+    """Drop the steps whose ``variable`` is beyond ``last_step`` from the series ``path``
+    (one process).
 
     A run killed after its last checkpoint wrote field steps that its restart writes again;
     the kept steps are copied into a new series, an x-slab of one variable at a time (never
-    a whole field), which then replaces the old one.
+    a whole field), which then replaces the old one. A surface series is cut by its
+    ``"time"``.
     """
     import shutil
 
@@ -162,7 +164,7 @@ def trim_series(path, last_step: int) -> None:
     path = Path(path)
     with bp_reader(path) as reader:
         selection = [0, reader.num_steps()]
-        steps = [int(s) for s in np.atleast_1d(reader.read("step", step_selection=selection))]
+        steps = np.atleast_1d(reader.read(variable, step_selection=selection)).tolist()
     if all(step <= last_step for step in steps):
         return
     trimmed = path.with_name(f".{path.name}.trimmed")

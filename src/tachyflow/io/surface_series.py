@@ -19,6 +19,7 @@ import numpy as np
 
 from tachyflow.errors import ConfigError
 from tachyflow.io.bp_reading import bp_reader
+from tachyflow.io.fields import trim_series
 
 GEOMETRY = ("positions", "normals", "surface_velocity")
 FLOW_VALUES = ("pressure", "density", "velocity")
@@ -31,19 +32,22 @@ class SurfaceSeriesWriter:
     Parameters
     ----------
     path : path
-        The ``.bp`` folder (created or replaced; appended to with ``append=True``).
+        The ``.bp`` folder (created or replaced; appended to with ``keep_until``).
     areas : array_like
         Panel areas, shape ``(np,)``.
-    append : bool
-        Continue an existing series (a restarted run).
+    keep_until : float, optional
+        Continue an existing series (a restarted run), keeping its steps up to this time.
     """
 
-    def __init__(self, path, areas, append: bool = False):
+    def __init__(self, path, areas, keep_until: float | None = None):
         import adios2
 
         self.path = Path(path)
         self.areas = np.ascontiguousarray(areas, dtype=np.float64)
-        mode = "a" if append and self.path.exists() else "w"
+        append = keep_until is not None and self.path.exists()
+        if append:
+            trim_series(self.path, keep_until, "time")
+        mode = "a" if append else "w"
         self._stream = adios2.Stream(str(self.path), mode)
 
     def write(self, time: float, arrays: dict[str, np.ndarray]) -> None:

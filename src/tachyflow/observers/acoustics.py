@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tachyflow.observers import Observer, register
+import numpy as np
+
+from tachyflow.observers import Observer, ObserverState, register
 from tachyflow.solvers.base import CARTESIAN_GRID, PENCIL_FIELDS, ROTOR
 
 
@@ -24,6 +26,8 @@ class Acoustics(Observer):
         self.every = config.acoustics.every
         self._acoustics = None
         self._summary = None
+        self._record = None  # the record a checkpoint kept, until start() goes on with it
+        self._last_step = -1  # the step of the last sample
 
     @classmethod
     def from_case(cls, config, options):
@@ -38,18 +42,42 @@ class Acoustics(Observer):
     def due(self, step: int) -> bool:
         return step >= self.config.acoustics.start_step and super().due(step)
 
+    def checkpoint_state(self, run) -> ObserverState | None:
+        """The record so far (the signals' sums, each panel's last arrivals and held steps,
+        the observer-time window), so that a restarted run hears what it would have heard
+        without stopping; rank 0's arrays, the only ones written."""
+        if self._acoustics is None:
+            return None
+        record = self._acoustics.checkpoint_state() or {}
+        record["last_step"] = np.array(self._last_step)
+        return ObserverState(replicated=record)
+
+    def restore_state(self, run, state: ObserverState) -> None:
+        self._record = state.replicated
+
     def start(self, run) -> None:
-        if run.solver.steps >= self.config.acoustics.start_step:
+        steps, record, self._record = run.solver.steps, self._record, None
+        if record is not None:
+            self._begin(run, record)
+            # The checkpoints observe a step before this observer samples it.
+            if self.due(steps) and self._last_step < steps:
+                self._sample(run)
+        elif steps >= self.config.acoustics.start_step:
             self._begin(run)
 
     def observe(self, run) -> None:
         if self._acoustics is None:
             self._begin(run)
         else:
-            self._acoustics.sample()
+            self._sample(run)
 
-    def _begin(self, run) -> None:
-        """Start the record here: the prediction object and its first sample."""
+    def _sample(self, run) -> None:
+        self._acoustics.sample()
+        self._last_step = run.solver.steps
+
+    def _begin(self, run, record: dict | None = None) -> None:
+        """Start the record here (the prediction object and its first sample), or go on
+        with a ``record`` a checkpoint kept."""
         section = self.config.acoustics
         remaining = run.first_step + run.steps_to_run - run.solver.steps
         duration = section.duration or remaining * self.config.time.dt
@@ -59,22 +87,32 @@ class Acoustics(Observer):
             rotor = run.solver.rotor()
             self._acoustics = RotorNoise(
                 section, run.solver, run.solver.bodies[rotor.body], rotor.blades, run.output,
-                duration,
+                duration, record,
             )
         else:
             from tachyflow.acoustics.in_run import InRunAcoustics
 
             source = Path(self.config.source)
             base = source.parent if source.is_file() else "."
-            self._acoustics = InRunAcoustics(section, run.solver, run.output, duration, base)
-        self._acoustics.sample()
+            self._acoustics = InRunAcoustics(
+                section, run.solver, run.output, duration, base, record
+            )
+        if record is None:
+            self._sample(run)
+        else:
+            self._last_step = int(record["last_step"])
 
     def finish(self, run) -> None:
         if self._acoustics is None:
-            raise ValueError(
-                f"acoustics: the run ended at step {run.solver.steps}, before "
-                f"acoustics.start_step = {self.config.acoustics.start_step}"
+            # A run shorter than the wait for the record: it ends normally, saying so.
+            note = (
+                f"acoustics: no record made: the run ended at step {run.solver.steps}, "
+                f"before acoustics.start_step = {self.config.acoustics.start_step}"
             )
+            run.log(note)
+            if run.root:
+                print(note, flush=True)
+            return
         self._summary = self._acoustics.finish()
         for name, level in (self._summary or {}).get("observers", {}).items():
             run.log(f"acoustics: {name} OASPL {level:.1f} dB")
