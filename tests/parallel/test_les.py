@@ -1,4 +1,5 @@
-"""Large-eddy simulation on the Cartesian pencil solver: a model that vanishes in pure
+"""Large-eddy simulation on the Cartesian pencil solver (the cylindrical one's:
+test_cylindrical_les.py): a model that vanishes in pure
 shear leaves a laminar channel's steps bit for bit those of the DNS; ν_t is the same on
 1, 2 and 3 ranks; the subgrid stress takes energy out of a Taylor–Green vortex."""
 
@@ -71,11 +72,13 @@ def test_eddy_viscosity_is_the_same_on_any_rank_count_and_takes_energy(model):
     parallel_assert(energy < dns_energy, f"{model}: no energy taken ({energy} >= {dns_energy})")
 
 
-def test_les_options_are_the_cartesian_solver_s():
+def test_les_options_are_the_pencil_solvers_own():
     case = config.load("channel").replace("les", model="smagorinsky", constant=0.17)
     assert case.les.subgrid() == ("smagorinsky", 0.17, True)
     assert config.load("channel").les.subgrid() is None
     with pytest.raises(ConfigError, match=r"'les\.model' must be one of \('none', 'dyn"):
         config.parse('[les]\nmodel = "dynamic"\n')
-    with pytest.raises(ConfigError, match=r"unknown section \[les\] \(solver 'cylindrical'"):
-        config.parse('[case]\nsolver = "cylindrical"\n[les]\nmodel = "wale"\n')
+    cylindrical = config.parse('[case]\nsolver = "cylindrical"\n[les]\nmodel = "wale"\n')
+    assert cylindrical.les.subgrid() == ("wale", None, True)
+    with pytest.raises(ConfigError, match=r"unknown section \[les\] \(solver 'compressible'"):
+        config.parse('[case]\nsolver = "compressible"\n[les]\nmodel = "wale"\n')

@@ -69,6 +69,33 @@ class PencilSolver(Solver):
     inflow: Inflow | None = None
     body_loads = np.zeros((0, 6))
     fused = False  # the update before the projection in one pass (a solver's own kernel)
+    subgrid = None  # a large-eddy simulation's SubgridStress (_set_up_subgrid)
+
+    def _set_up_subgrid(self, kind, subgrid: tuple | None) -> None:
+        """A :class:`~tachyflow.solvers.pencil.subgrid.SubgridStress` of ``kind`` from
+        ``(model, constant, van_driest)``, with ν_t among the cell fields (``"nu_t"``) and
+        its statistics' columns; nothing for None (a DNS)."""
+        if subgrid is None:
+            return
+        self.subgrid = kind(self, *subgrid)
+        self.fields = (*self.fields, "nu_t")
+        self.statistics_columns = (
+            *self.statistics_columns, "eddy_viscosity_ratio", "max_eddy_viscosity_ratio",
+            *(("dynamic_coefficient",) if self.subgrid.model == "dynamic-global" else ()),
+        )
+
+    def _eddy_viscosity_field(self, out: np.ndarray | None, cells) -> np.ndarray:
+        """``cell_field("nu_t", out, cells)``: ν_t of the last substep."""
+        owned = self.subgrid.owned()
+        window = owned if cells is None else owned[tuple(cells)]
+        if out is None:
+            return window.copy()
+        out[...] = window
+        return out
+
+    def _subgrid_time_step(self, limit: float) -> float:
+        """``limit``, or the explicit subgrid stress's if smaller (collective)."""
+        return limit if self.subgrid is None else min(limit, self.subgrid.time_step_limit())
 
     @property
     def overlap(self) -> bool:

@@ -52,6 +52,7 @@ from tachyflow.solvers.pencil import options
 from tachyflow.solvers.pencil.base import Inflow, PencilSolver
 from tachyflow.solvers.pencil.incompressible import Forcing
 from tachyflow.solvers.pencil.poisson import PoissonSolver
+from tachyflow.solvers.pencil.subgrid import CylindricalSubgridStress
 from tachyflow.solvers.phase_clock import PhaseClock
 
 # Where its transposes may overlap computation ([parallel] overlap).
@@ -92,6 +93,11 @@ class CylindricalSolver(PencilSolver):
         solve's (``PoissonSolver(overlap)``, attribute ``overlap``), the same to
         round-off. Both attributes may be changed between steps; ``progress_calls``
         (False) makes MPI test the pending transfers between stages.
+    subgrid : tuple, optional
+        ``(model, constant, van_driest)`` of a large-eddy simulation: the eddy-viscosity
+        model's stress (:class:`~tachyflow.solvers.pencil.subgrid.CylindricalSubgridStress`)
+        added to the explicit terms, ν_t among the cell fields (``"nu_t"``) and its mean
+        and largest ratio to ν in the statistics.
 
     Notes
     -----
@@ -117,8 +123,8 @@ class CylindricalSolver(PencilSolver):
 
     @classmethod
     def from_case(cls, config, comm, planning: str = "measure") -> CylindricalSolver:
-        """The solver of ``[grid] cells``, ``[cylinder]``, ``[flow]`` and ``[immersed]``
-        (collective)."""
+        """The solver of ``[grid] cells``, ``[cylinder]``, ``[flow]``, ``[les]`` and
+        ``[immersed]`` (collective)."""
         cylinder, flow = config.cylinder, config.flow
         open_x = config.grid.x_boundaries == "inflow-outflow"
         grid = CylindricalGrid(
@@ -147,6 +153,7 @@ class CylindricalSolver(PencilSolver):
             theta_core_radius=cylinder.theta_core_radius,
             outer_wall=cylinder.outer_wall,
             overlap=tuple(config.parallel.overlap),
+            subgrid=config.les.subgrid(),
         )
         _set_initial_condition(config, solver)
         solver.immerse_case_bodies(config)
@@ -165,6 +172,7 @@ class CylindricalSolver(PencilSolver):
         theta_core_radius: float = 0.0,
         outer_wall: str = "no-slip",
         overlap: Collection[str] = ("theta",),
+        subgrid: tuple | None = None,
     ):
         if not viscosity > 0:
             raise ValueError(f"viscosity must be positive, got {viscosity!r}")
@@ -236,6 +244,7 @@ class CylindricalSolver(PencilSolver):
         self._theta_lines = (
             None if self.theta_whole else tuple(decomposition.zeros("z") for _ in range(3))
         )
+        self._set_up_subgrid(CylindricalSubgridStress, subgrid)
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -318,9 +327,10 @@ class CylindricalSolver(PencilSolver):
 
     # -- time stepping -----------------------------------------------------------------------
 
-    def _explicit_and_implicit_terms(self):
+    def _explicit_and_implicit_terms(self, first: bool = True):
         """(explicit terms of RK3, viscous terms treated by Crank–Nicolson) of u, q, w, each
-        one array of shape ``(3, nx, nr, nθ)`` (owned points)."""
+        one array of shape ``(3, nx, nr, nθ)`` (owned points). ``first``: the step's first
+        substep (where a dynamic subgrid model updates its coefficient)."""
         # Not the array holding the previous substep's terms.
         explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
         with self.timer("advection"):
@@ -334,6 +344,10 @@ class CylindricalSolver(PencilSolver):
                 self._axis_vorticity(), self.core_rows, self.viscosity, explicit,
                 self._implicit_terms,
             )
+        if self.subgrid is not None:
+            with self.timer("subgrid"):
+                self.subgrid.add_to(explicit, self._fluid_cells if self._forcing else None,
+                                    first)
         if self.forcing.kind == "pressure-gradient":
             explicit[0] += self.forcing.value
         if self.inflow is not None:
@@ -389,7 +403,7 @@ class CylindricalSolver(PencilSolver):
     def _substep(self, dt: float, stage: int) -> None:
         gamma, rho = RK3_GAMMA[stage], RK3_RHO[stage]
         alpha = gamma + rho
-        explicit, implicit = self._explicit_and_implicit_terms()
+        explicit, implicit = self._explicit_and_implicit_terms(first=not rho)
         operators = self._radial_operators(alpha * dt)
         theta_operators = self._theta_operators(alpha * dt) if self.grid.shape[2] >= 3 else None
         fields = (self.u, self.q, self.w)
@@ -553,7 +567,7 @@ class CylindricalSolver(PencilSolver):
     def stable_time_step(self, cfl: float = 0.5) -> float:
         """Largest Δt with convective CFL ``cfl`` and stable explicit viscous terms
         (:meth:`_viscous_limit` of this solver's core)."""
-        viscous = self._viscous_limit(self.core_rows)
+        viscous = self._subgrid_time_step(self._viscous_limit(self.core_rows))
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
@@ -563,6 +577,8 @@ class CylindricalSolver(PencilSolver):
         (three slices of the piece's own cells) when given."""
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
+        if name == "nu_t":
+            return self._eddy_viscosity_field(out, cells)
         face_values = self.q if name == "v" else getattr(self, name)
         field = cartesian_stencils.owned_window(face_values, cells)
         if out is None:
@@ -638,6 +654,7 @@ class CylindricalSolver(PencilSolver):
             "outer_torque": outer_torque,
             "pressure_gradient": self.pressure_gradient,
             "max_divergence": self.max_divergence(),
+            **(self.subgrid.statistics() if self.subgrid is not None else {}),
         }
 
     # -- checkpoints and layout ----------------------------------------------------------------

@@ -40,7 +40,7 @@ from tachyflow.solvers.base import register
 from tachyflow.solvers.pencil import options
 from tachyflow.solvers.pencil.base import Inflow, PencilSolver
 from tachyflow.solvers.pencil.poisson import PoissonSolver
-from tachyflow.solvers.pencil.subgrid import SubgridStress
+from tachyflow.solvers.pencil.subgrid import CartesianSubgridStress
 from tachyflow.solvers.phase_clock import PhaseClock
 
 FORCING = ("none", "pressure-gradient", "flow-rate")
@@ -222,15 +222,9 @@ class IncompressibleSolver(PencilSolver):
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
         self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
-        self.subgrid = None
-        if subgrid is not None:
-            self.subgrid = SubgridStress(self, *subgrid)
+        self._set_up_subgrid(CartesianSubgridStress, subgrid)
+        if self.subgrid is not None:
             self._fused = False
-            self.fields = (*self.fields, "nu_t")
-            self.statistics_columns = (
-                *self.statistics_columns, "eddy_viscosity_ratio", "max_eddy_viscosity_ratio",
-                *(("dynamic_coefficient",) if self.subgrid.model == "dynamic-global" else ()),
-            )
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -578,7 +572,7 @@ class IncompressibleSolver(PencilSolver):
         inverse_squares = 1.0 / self.dx**2 + 1.0 / self.dz**2
         if not self.walls:
             inverse_squares += 1.0 / self.grid.widths_y.min() ** 2
-        viscous = 2.51 / (self.viscosity * 4.0 * inverse_squares)
+        viscous = self._subgrid_time_step(2.51 / (self.viscosity * 4.0 * inverse_squares))
         convective = self._convective_rate()
         return viscous if convective == 0 else min(cfl / convective, viscous)
 
@@ -589,12 +583,7 @@ class IncompressibleSolver(PencilSolver):
         if name not in self.fields:
             raise ValueError(f"field must be one of {self.fields}, got {name!r}")
         if name == "nu_t":
-            owned = self.subgrid.owned()
-            window = owned if cells is None else owned[tuple(cells)]
-            if out is None:
-                return window.copy()
-            out[...] = window
-            return out
+            return self._eddy_viscosity_field(out, cells)
         field = stencils.owned_window(getattr(self, name), cells)
         if out is None:
             out = np.empty(tuple(n - 2 for n in field.shape))

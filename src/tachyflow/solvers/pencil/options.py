@@ -89,7 +89,7 @@ class CylindricalFlowSection(PencilFlowSection):
 
 @dataclass(frozen=True)
 class LesSection:
-    """``[les]``: a large-eddy simulation's subgrid-scale model (Cartesian solver):
+    """``[les]``: a large-eddy simulation's subgrid-scale model (both pencil solvers):
     ``model`` "none" (a DNS), "dynamic-global" (Park, Lee, Lee & Choi's, Vreman's form with
     one coefficient for the domain computed each substep), "smagorinsky" (with van
     Driest's damping at walls when ``van_driest``), "vreman" or "wale"; ``constant`` 0
@@ -287,6 +287,6 @@ CARTESIAN = SolverOptions(
 )
 CYLINDRICAL = SolverOptions(
     {"grid": PencilGridSection, "flow": CylindricalFlowSection, "cylinder": CylinderSection,
-     "fan": FanSection, **_SHARED},
+     "fan": FanSection, "les": LesSection, **_SHARED},
     check_cylindrical, _provides,
 )
