@@ -265,6 +265,8 @@ def initialise_mpi():
 
     if not MPI.Is_initialized():
         MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        global _failures
+        _failures = MPI.COMM_WORLD.Dup()  # first: pinning and threads may fail already
         if os.environ.get(PIN_VARIABLE) == "core":  # other values: refused by the CLI
             pin_to_cores(MPI.COMM_WORLD)
         start_threads()
@@ -443,18 +445,49 @@ class StopRequests:
             signal.signal(number, handler)
 
 
+#: How long a failing rank waits for every other rank to fail too (an error decided on
+#: values equal everywhere, such as a case file's) before it aborts the job.
+FAILING_TOGETHER_SECONDS = 3.0
+# A duplicate of COMM_WORLD for failing ranks only (made by initialise_mpi): their
+# exchange cannot be matched with a collective of the ranks still running.
+_failures = None
+
+
+def _failed_everywhere(exit_code: int, line: str) -> list[tuple[int, int]] | None:
+    """Every rank's exit code and digest of its error line when every rank of the job
+    reaches this within :data:`FAILING_TOGETHER_SECONDS` of this one, else None (a rank
+    still computes, or waits in a collective for this one)."""
+    import zlib
+    from array import array
+
+    from mpi4py import MPI
+
+    if _failures is None:  # MPI started elsewhere (the Python API, a test)
+        return None
+    mine = array("q", [exit_code, zlib.crc32(line.encode())])
+    everyone = array("q", bytes(mine.itemsize * len(mine) * _failures.Get_size()))
+    request = _failures.Iallgather([mine, MPI.INT64_T], [everyone, MPI.INT64_T])
+    deadline = time.monotonic() + FAILING_TOGETHER_SECONDS
+    while not request.Test():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+    return list(zip(everyone[::2], everyone[1::2], strict=True))
+
+
 def abort_on_exception(
     error: BaseException, exit_code: int = 1, agreed_on: int | None = None
 ) -> int:
     """Report ``error`` in one line and end the whole job.
 
-    With more than one rank this calls ``MPI_Abort``: ranks blocked in a collective with the
-    failing one are killed instead of hanging. Rank 0 reports first; other ranks wait a
-    moment so that an error raised on every rank is printed once, not once per rank.
     ``agreed_on`` is the rank an error every rank raised together came from
     (:func:`tachyflow.parallel.agreement.agreed_rank`, read by the caller, which sits
     above ``parallel``): rank 0 prints it once and every rank returns ``exit_code``,
-    without ``MPI_Abort``.
+    without ``MPI_Abort``. An error every rank raised on its own (a case file read by
+    each) is found so in a moment (:data:`FAILING_TOGETHER_SECONDS`): rank 0 prints it once
+    (each other error line once, naming its first rank) and every rank returns rank 0's
+    ``exit_code``. Otherwise, with more than one rank, this calls ``MPI_Abort``: ranks
+    blocked in a collective with the failing one are killed instead of hanging.
     """
     communicator = world()
     rank, size = communicator.Get_rank(), communicator.Get_size()
@@ -466,6 +499,14 @@ def abort_on_exception(
             sys.stderr.write(f"tachyflow: error{where}: {error.__class__.__name__}: {message}\n")
             sys.stderr.flush()
         return exit_code
+    line = f"{error.__class__.__name__}: {message}"
+    everyone = _failed_everywhere(exit_code, line) if size > 1 else None
+    if everyone is not None:
+        if everyone[rank] not in everyone[:rank]:  # the first rank with this error says it
+            where = f" on rank {rank}" if len(set(everyone)) > 1 else ""
+            sys.stderr.write(f"tachyflow: error{where}: {line}\n")
+            sys.stderr.flush()
+        return int(everyone[0][0])
     where = f" on rank {rank}" if size > 1 else ""
     if rank != 0:
         time.sleep(0.5)

@@ -213,7 +213,7 @@ class FWHSolver:
         ------
         ValueError
             On mismatched shapes, non-increasing times, non-unit normals, supersonic panels
-            or an observer on the surface.
+            or an observer on the surface (a ConfigError: the observers are input).
         """
         times = np.asarray(times, dtype=np.float64)
         if times.ndim != 1 or times.size < self.min_steps:
@@ -326,7 +326,7 @@ class FWHAccumulator:
         self._width = solver.time_order + 1
         self._held: list[np.ndarray] | None = None
         self._done = 0
-        self._problem: ValueError | None = None  # an observer on this rank's panels
+        self._problem: ConfigError | None = None  # an observer on this rank's panels
         self.steps = 0
 
     def add(self, times, positions, surface_velocity, normal_flux, load) -> None:
@@ -497,7 +497,7 @@ class FWHAccumulator:
         )
         if bad[0] >= 0 and self._problem is None:
             k, i, j = (int(b) for b in bad)
-            self._problem = ValueError(
+            self._problem = ConfigError(
                 f"observer {j} at {solver.observers[j].tolist()} is on the surface: within "
                 f"half a panel width of panel {i} at {positions[first + k, i].tolist()} "
                 f"(time {times[first + k]!r})"

@@ -32,6 +32,7 @@ from tachyflow.acoustics.fwh import FWHSolver
 from tachyflow.acoustics.options import AcousticsSection
 from tachyflow.acoustics.results import arc_observers, write_results
 from tachyflow.acoustics.sources import PermeableSourceTerms
+from tachyflow.errors import ConfigError
 from tachyflow.io.surface_series import SurfaceSeriesWriter
 from tachyflow.parallel.noise_exchange import NoiseSourceExchange
 from tachyflow.parallel.pieces import panel_share
@@ -74,11 +75,12 @@ def observers_of(section: AcousticsSection) -> tuple[list[str], np.ndarray, np.n
 def observer_times(section, start: float, duration: float, nearest: float, farthest: float):
     """The observer times that every panel reaches in a record of ``duration`` from
     ``start``: from the last first arrival (over ``farthest``) to the first last arrival
-    (over ``nearest``), ``section.samples`` of them. ValueError when there are none."""
+    (over ``nearest``), ``section.samples`` of them. ConfigError (bad input: the case's
+    steps, duration or speed of sound) when there are none."""
     first = start + farthest / section.c0
     last = start + duration + nearest / section.c0
     if not last > first:
-        raise ValueError(
+        raise ConfigError(
             f"acoustics: the record ({duration:.3g} of simulated time) is shorter than the "
             "spread of arrival times over the surface; no observer time would see every "
             "panel: raise acoustics.duration or the number of steps"
@@ -226,7 +228,7 @@ class InRunAcoustics:
         )
         complete = self.fwh.observer_times <= self.last_time + distances.min() / self.section.c0
         if complete.sum() < 8:
-            raise ValueError(
+            raise ConfigError(
                 f"acoustics: the run stopped at t = {self.last_time:.4g}, before the observer "
                 "window had 8 complete samples; run longer or lower acoustics.duration"
             )

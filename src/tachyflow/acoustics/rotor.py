@@ -30,6 +30,7 @@ from tachyflow.acoustics.in_run import observer_times, observers_of
 from tachyflow.acoustics.results import write_results
 from tachyflow.acoustics.sources import SurfacePressureTerms
 from tachyflow.acoustics.spectra import spectrum
+from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
 from tachyflow.parallel.noise_exchange import NoiseSourceExchange
 from tachyflow.parallel.pieces import panel_share
@@ -182,7 +183,7 @@ class RotorNoise:
         blade-passing frequency and the cost per phase, also as ``summary.json``)."""
         complete = self.fwh.observer_times <= self.last_time + self._nearest / self.section.c0
         if complete.sum() < 8:
-            raise ValueError(
+            raise ConfigError(
                 f"acoustics: the run stopped at t = {self.last_time:.4g}, before the observer "
                 "window had 8 complete samples; run longer or lower acoustics.duration"
             )
