@@ -78,17 +78,25 @@ def naca4(code: str, points: int = 201, closed_trailing_edge: bool = True) -> Ai
         Use the x^4 coefficient 0.1036 that closes the trailing edge (C-grids need a sharp
         edge); False keeps the published 0.1015 and a gap of about 0.25 % of the thickness.
     """
-    if not (isinstance(code, str) and len(code) == 4 and code.isdigit()):
-        raise ValueError(f"NACA 4-digit code must be four digits like '0012', got {code!r}")
+    camber, position, thickness = naca4_parameters(code)
     if not isinstance(points, int | np.integer) or points < 3:
         raise ValueError(f"points per surface must be an integer >= 3, got {points!r}")
+    upper, lower = naca4_surfaces(camber, position, thickness, int(points), closed_trailing_edge)
+    return AirfoilSection(f"NACA {code}", upper, lower)
+
+
+def naca4_parameters(code: str) -> tuple[float, float, float]:
+    """``(camber, position, thickness)`` as chord fractions of the NACA 4-digit ``code``
+    (``"4510"``: 4 % camber at 50 % of the chord, 10 % thick); ValueError for a code that
+    is not one."""
+    if not (isinstance(code, str) and len(code) == 4 and code.isdigit()):
+        raise ValueError(f"NACA 4-digit code must be four digits like '0012', got {code!r}")
     camber, position, thickness = int(code[0]) / 100, int(code[1]) / 10, int(code[2:]) / 100
     if thickness <= 0:
         raise ValueError(f"NACA {code} has zero thickness")
     if camber > 0 and not 0 < position < 1:
         raise ValueError(f"NACA {code}: a cambered section needs the camber position 1-9")
-    upper, lower = naca4_surfaces(camber, position, thickness, int(points), closed_trailing_edge)
-    return AirfoilSection(f"NACA {code}", upper, lower)
+    return camber, position, thickness
 
 
 def naca4_surfaces(

@@ -114,46 +114,110 @@ class BladeDesign:
     def triangles(self) -> tuple[np.ndarray, np.ndarray]:
         """Vertices (n, 3) in Cartesian (x, y = r cos θ, z = r sin θ) and faces (m, 3),
         outward-oriented and watertight."""
-        span = np.linspace(0.0, 1.0, self.stations)
         loops = []
-        for fraction in span:
+        for fraction in np.linspace(0.0, 1.0, self.stations):
             radius = _blend((self.root_radius, self.tip_radius), fraction)
-            outline = SECTIONS[self.section](self, fraction)
-            chord = _blend(self.chord, fraction)
-            stagger = math.radians(_blend(self.stagger, fraction))
-            along = (outline[:, 0] - 0.25) * chord  # from the quarter chord
-            normal = outline[:, 1] * chord
-            sweep = (radius - self.root_radius) * math.tan(math.radians(self.sweep))
-            m = self.centre + (along + sweep) * math.cos(stagger) - normal * math.sin(stagger)
-            s = (along + sweep) * math.sin(stagger) + normal * math.cos(stagger)
-            theta = self.angle + self.hand * s / radius
-            loops.append(np.stack([m, radius * np.cos(theta), radius * np.sin(theta)], axis=1))
-        vertices = np.concatenate(loops)
-        count = len(loops[0])
-        faces = []
-        for station in range(self.stations - 1):
-            here, there = station * count, (station + 1) * count
-            for k in range(count):
-                following = (k + 1) % count
-                faces.append((here + k, here + following, there + k))
-                faces.append((here + following, there + following, there + k))
-        # Caps: a fan about each end loop's centroid.
-        for station, flip in ((0, True), (self.stations - 1, False)):
-            start = station * count
-            centre_index = len(vertices)
-            vertices = np.vstack([vertices, vertices[start : start + count].mean(axis=0)])
-            for k in range(count):
-                triangle = (start + k, start + (k + 1) % count, centre_index)
-                faces.append(triangle[::-1] if flip else triangle)
-        return vertices, np.asarray(faces, dtype=np.int64)
+            loops.append(
+                wrap_section(
+                    SECTIONS[self.section](self, fraction),
+                    radius,
+                    _blend(self.chord, fraction),
+                    _blend(self.stagger, fraction),
+                    centre=self.centre,
+                    angle=self.angle,
+                    hand=self.hand,
+                    sweep=(radius - self.root_radius) * math.tan(math.radians(self.sweep)),
+                )
+            )
+        return stack_loops(loops)
 
     def surface(self):
         """The blade as a watertight ``trimesh.Trimesh`` (normals outward)."""
-        import trimesh
+        return closed_surface(*self.triangles(), "blade")
 
-        vertices, faces = self.triangles()
-        mesh = trimesh.Trimesh(vertices, faces, process=True)
-        trimesh.repair.fix_normals(mesh)
-        if not mesh.is_watertight:
-            raise ValueError("the blade surface is not watertight (sections self-intersect?)")
-        return mesh
+
+def wrap_section(
+    outline: np.ndarray,
+    radius: float,
+    chord: float,
+    stagger: float,
+    *,
+    centre: float = 0.0,
+    angle: float = 0.0,
+    hand: int = 1,
+    sweep: float = 0.0,
+    dihedral: float = 0.0,
+) -> np.ndarray:
+    """One section wrapped onto the cylinder of ``radius``: its closed loop ``(n, 3)`` in
+    Cartesian ``(x, y = r cos θ, z = r sin θ)``.
+
+    Parameters
+    ----------
+    outline : ndarray (n, 2)
+        The chord-normalised outline (leading edge at ``(0, 0)``, trailing edge at
+        ``(1, 0)``), e.g. :func:`naca4_outline`.
+    radius, chord : float
+        The cylinder's radius and the section's chord (lengths).
+    stagger : float
+        The chord's angle from the axis, degrees (0: the chord along x).
+    centre, angle : float
+        ``x`` and ``θ`` (radians) of the quarter chord before the shifts.
+    hand : int
+        +1: the leading edge on the side of smaller θ; -1: mirrored.
+    sweep, dihedral : float
+        Shifts of the section (lengths): along its chord (towards the trailing edge) and
+        normal to it (towards the outline's ``+y`` side, the suction side of a cambered
+        section).
+    """
+    stagger = math.radians(stagger)
+    along = (outline[:, 0] - 0.25) * chord + sweep  # from the quarter chord
+    normal = outline[:, 1] * chord + dihedral
+    m = centre + along * math.cos(stagger) - normal * math.sin(stagger)
+    s = along * math.sin(stagger) + normal * math.cos(stagger)
+    theta = angle + hand * s / radius
+    return np.stack([m, radius * np.cos(theta), radius * np.sin(theta)], axis=1)
+
+
+def stack_loops(loops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sections' loops, all ``(n, 3)`` and from root to tip, joined into a tube and closed
+    by a cap at each end: vertices ``(k, 3)`` and faces ``(m, 3)``, watertight."""
+    if len(loops) < 2 or len({len(loop) for loop in loops}) != 1:
+        raise ValueError(
+            f"stacking needs >= 2 loops of as many points, got {[len(x) for x in loops]}"
+        )
+    vertices = np.concatenate(loops)
+    count = len(loops[0])
+    faces = []
+    for station in range(len(loops) - 1):
+        here, there = station * count, (station + 1) * count
+        for k in range(count):
+            following = (k + 1) % count
+            faces.append((here + k, here + following, there + k))
+            faces.append((here + following, there + following, there + k))
+    # Caps: a fan about each end loop's centroid.
+    for station, flip in ((0, True), (len(loops) - 1, False)):
+        start = station * count
+        centre_index = len(vertices)
+        vertices = np.vstack([vertices, vertices[start : start + count].mean(axis=0)])
+        for k in range(count):
+            triangle = (start + k, start + (k + 1) % count, centre_index)
+            faces.append(triangle[::-1] if flip else triangle)
+    return vertices, np.asarray(faces, dtype=np.int64)
+
+
+def closed_surface(vertices: np.ndarray, faces: np.ndarray, what: str = "surface"):
+    """``vertices`` and ``faces`` as a ``trimesh.Trimesh``, its normals turned outward, and
+    checked: watertight, consistently wound, of positive volume (ValueError naming
+    ``what`` otherwise: sections that self-intersect or fold)."""
+    import trimesh
+
+    mesh = trimesh.Trimesh(vertices, faces, process=True)
+    trimesh.repair.fix_normals(mesh)
+    if not mesh.is_watertight:
+        raise ValueError(f"the {what} is not watertight (sections self-intersect?)")
+    if not mesh.is_winding_consistent or not mesh.volume > 0:
+        raise ValueError(
+            f"the {what} is not a closed, consistently wound surface of positive volume "
+            f"(volume {mesh.volume:.3g})"
+        )
+    return mesh
