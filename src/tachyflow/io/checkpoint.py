@@ -201,10 +201,17 @@ def write_checkpoint(
             header = HEADER.pack(MAGIC, VERSION, trailer_offset, len(encoded), crc)
             file.write_on_root(0, header)
             file.sync()
-        except OSError as error:
+        except OSError as error:  # raised on every rank (CollectiveFile agrees)
             problem = error
-    if problem is not None and comm.Get_rank() == 0:
-        partial.unlink(missing_ok=True)
+    if problem is not None:
+        if comm.Get_rank() == 0:
+            partial.unlink(missing_ok=True)
+        kept = sorted(folder.glob(f"step_*{SUFFIX}"))
+        problem = OSError(
+            problem.errno,
+            f"{problem.strerror}; checkpoint {path.name} not written, the newest whole one "
+            f"kept: {kept[-1] if kept else 'none'}",
+        )
     agreement.agree(comm, problem)
 
     def publish() -> None:

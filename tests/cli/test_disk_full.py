@@ -1,0 +1,56 @@
+"""A disk that fills during a checkpoint of a 2-rank run: every rank stops together with one
+line naming the file and the errno, and the last whole checkpoint stays (it hung before:
+MPI-IO reported the full disk on one rank, which left the collective writes)."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from tests.cli.test_cli import tachyflow
+
+# 24³ cells: a checkpoint of 447 kB, two of them fit on a 1 MiB disk, not a third.
+SMALL = ("--set", "grid.cells=[24,24,24]", "--set", "output.checkpoint_every=5",
+         "--set", "output.fields_every=0", "--fft-planning", "estimate")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs mounted for the test (root only), unmounted after it."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_full_disk_during_a_checkpoint_ends_every_rank_keeping_the_last_one(
+    small_disk, tmp_path
+):
+    output = small_disk / "out"
+    started = time.monotonic()
+    result = tachyflow("run", "taylor-green", "-n", "2", "--steps", "20", "-o", str(output),
+                       *SMALL, timeout=120)
+    assert time.monotonic() - started < 100
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    folder = output / "checkpoints"
+    assert lines == [
+        f"tachyflow: error (on rank 0): OSError: [Errno 28] cannot write "
+        f"{folder / '.step_00000015.ckpt.partial'}: No space left on device; checkpoint "
+        f"step_00000015.ckpt not written, the newest whole one kept: "
+        f"{folder / 'step_00000010.ckpt'}"
+    ], result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["step_00000005.ckpt",
+                                                       "step_00000010.ckpt"]
+    again = tachyflow("run", "taylor-green", "--steps", "11", "-o", str(tmp_path / "again"),
+                      "--restart", str(folder / "step_00000010.ckpt"), *SMALL)
+    assert again.returncode == 0, again.stderr
