@@ -74,11 +74,11 @@ def test_eddy_viscosity_is_the_same_on_any_rank_count_and_takes_energy(model):
 
 def test_les_options_are_the_pencil_solvers_own():
     case = config.load("channel").replace("les", model="smagorinsky", constant=0.17)
-    assert case.les.subgrid() == ("smagorinsky", 0.17, True)
+    assert case.les.subgrid() == ("smagorinsky", 0.17, True, "germano")
     assert config.load("channel").les.subgrid() is None
     with pytest.raises(ConfigError, match=r"'les\.model' must be one of \('none', 'dyn"):
         config.parse('[les]\nmodel = "dynamic"\n')
     cylindrical = config.parse('[case]\nsolver = "cylindrical"\n[les]\nmodel = "wale"\n')
-    assert cylindrical.les.subgrid() == ("wale", None, True)
+    assert cylindrical.les.subgrid() == ("wale", None, True, "germano")
     with pytest.raises(ConfigError, match=r"unknown section \[les\] \(solver 'compressible'"):
         config.parse('[case]\nsolver = "compressible"\n[les]\nmodel = "wale"\n')

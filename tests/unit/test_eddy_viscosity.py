@@ -163,23 +163,48 @@ def test_constant_viscosity_stress_is_the_laplacian_plus_the_divergence_gradient
                                    rtol=1e-11, atol=1e-9)
 
 
-def test_the_dynamic_coefficient_is_zero_for_a_linear_field_and_clipped():
-    # The test filter leaves a linear field as it is: nothing unresolved, so C_v = 0.
+def test_the_dynamic_sums_of_a_linear_field_by_hand():
+    """The test filter leaves a linear field's gradient as it is: nothing unresolved for
+    the equilibrium identity (its numerator 0); Germano's Leonard stress is the filter's
+    second moment, ``L_ij = Σ_m (Δ_m² / 3) g_im g_jm`` over the filtered directions, and
+    ``M_ij = (Π̃ − Π) S_ij``."""
     grid = StaggeredGrid((6, 7, 5), (1.0, 2.0, 0.8), periodic_y=False, stretching=1.5)
     metrics = YMetrics.from_grid(grid)
+    dx, dz = grid.spacing_x, grid.spacing_z
     g = np.array([[0.3, -1.2, 0.7], [0.4, 0.1, -0.5], [-0.9, 0.6, -0.4]])
     u, v, w = ghosted_linear_field(grid, g)
     parts = np.zeros((sgs.PARTS, *u.shape))
-    sgs.vreman_parts(u, v, w, metrics, grid.spacing_x, grid.spacing_z, parts)
+    sgs.vreman_parts(u, v, w, metrics, dx, dz, parts)
     np.testing.assert_allclose(parts[:9, 1:-1, 1:-1, 1:-1],
                                np.broadcast_to(g.reshape(9, 1, 1, 1), (9, *grid.shape)))
-    inner = parts[:, 2:-2, 1:-1, 2:-2]  # cells whose filter reads owned cells only
-    numerator, denominator = sgs.global_sums(
-        np.pad(inner, ((0, 0), (1, 1), (1, 1), (1, 1)), mode="edge"), metrics,
-        grid.spacing_x, grid.spacing_z, (True, False, True))
-    assert abs(numerator) < 1e-12 and denominator < 0  # the test level's Π̃ is larger
-    assert sgs.dynamic_coefficient(numerator, denominator, 1e-3) == pytest.approx(
-        -0.5e-3 * numerator / denominator, abs=1e-15)
-    assert sgs.dynamic_coefficient(1.0, 2.0, 1e-3) == 0.0  # negative: clipped
-    assert sgs.dynamic_coefficient(1.0, 0.0, 1e-3) == 0.0
-    assert sgs.dynamic_coefficient(2.0, -4.0, 1e-3) == pytest.approx(2.5e-4)
+    # The owned cells less the outer ones in x and z, whose filter reads owned cells only
+    # (y is not filtered).
+    inner = np.ascontiguousarray(parts[:, 1:-1, :, 1:-1])
+    sums = sgs.global_sums(inner, metrics, dx, dz, (True, False, True))
+    s = 0.5 * (g + g.T)
+    leonard = (dx**2 * np.outer(g[:, 0], g[:, 0]) + dz**2 * np.outer(g[:, 2], g[:, 2])) / 3
+    work = np.empty((3, 3))
+    cells = (grid.shape[0] - 2) * (grid.shape[2] - 2)
+    expected_model = 0.0
+    for dy in grid.widths_y:
+        grid_level = sgs.vreman_value(g, np.array([dx, dy, dz]), 1.0, work)
+        test_level = sgs.vreman_value(g, np.array([2 * dx, dy, 2 * dz]), 1.0, work)
+        expected_model += cells * dy * (test_level - grid_level) * np.sum(s * s)
+    total = cells * grid.widths_y.sum()
+    assert sums[0] == pytest.approx(total * np.sum(leonard * s), rel=1e-10)
+    assert sums[1] == pytest.approx(expected_model, rel=1e-10) and sums[1] > 0
+    assert abs(sums[2]) < 1e-12 and sums[3] < 0  # the test level's Π̃ is larger
+    assert sgs.dynamic_coefficient(sums, 1e-3, "germano") == pytest.approx(
+        max(0.0, -sums[0] / (2 * sums[1])), abs=1e-15)
+    assert sgs.dynamic_coefficient(sums, 1e-3, "equilibrium") == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_dynamic_coefficient_by_each_identity_and_clipped():
+    assert sgs.dynamic_coefficient([-3.0, 2.0, 0.0, 0.0], 1e-3) == pytest.approx(0.75)
+    assert sgs.dynamic_coefficient([3.0, 2.0, 0.0, 0.0], 1e-3) == 0.0  # negative: clipped
+    assert sgs.dynamic_coefficient([0.0, 0.0, 2.0, -4.0], 1e-3, "equilibrium") == \
+        pytest.approx(2.5e-4)
+    assert sgs.dynamic_coefficient([0.0, 0.0, 1.0, 2.0], 1e-3, "equilibrium") == 0.0
+    assert sgs.dynamic_coefficient([1.0, 0.0, 1.0, 0.0], 1e-3) == 0.0
+    with pytest.raises(ValueError, match="identity must be one of"):
+        sgs.dynamic_coefficient([1.0, 1.0, 1.0, 1.0], 1e-3, "lilly")

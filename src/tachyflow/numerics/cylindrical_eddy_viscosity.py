@@ -141,11 +141,16 @@ def _vreman_parts(u, q, w, dx, dt, rows, rotation, parts):  # pragma: no cover
     centre, width = rows[CENTRE], rows[WIDTH]
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        velocity = np.empty(3)
         for j in range(1, nr + 1):
             widths[0], widths[1], widths[2] = dx, width[j], centre[j] * dt
             for k in range(1, nt + 1):
                 _gradient(u, q, w, i, j, k, dx, dt, rows, rotation, g)
-                cartesian.store_parts(g, widths, work, parts, i, j, k)
+                # The inertial velocity in the local basis (x, r, θ).
+                velocity[0] = 0.5 * (u[i, j, k] + u[i - 1, j, k])
+                velocity[1] = _radial_velocity(q, i, j, k, rows)
+                velocity[2] = 0.5 * (w[i, j, k] + w[i, j, k - 1]) + rotation * centre[j]
+                cartesian.store_parts(g, velocity, widths, work, parts, i, j, k)
 
 
 @numba.njit(error_model="numpy", inline="always")

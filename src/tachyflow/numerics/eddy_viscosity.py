@@ -21,16 +21,29 @@ Models (``MODELS``; ν_t at the cell centres):
   Fluids 16, 3670, 2004). Zero where ``α_ij α_ij = 0`` and in any flow of one gradient
   direction (pure shear, a laminar channel).
 * ``dynamic-global``: Vreman's form with one coefficient for the whole domain,
-  ``ν_t = C_v(t) Π_β``, ``Π_β = (B_β / (α_ij α_ij))^(1/2)``, ``C_v = −(ν/2) ⟨(α_ij
-  α_ij)~ − α̃_ij α̃_ij⟩ / ⟨(Π_β S_ij S_ij)~ − Π̃_β S̃_ij S̃_ij⟩ ≥ 0``: the viscous and the
-  subgrid dissipation summed over the domain are the same at the grid and at the test
-  filter's level (Park, Lee, Lee & Choi, "A dynamic subgrid-scale eddy viscosity model
-  with a global model coefficient", Phys. Fluids 18, 125109, 2006). No averaging over
-  homogeneous directions and no clipping cell by cell: one number per substep, which
-  suits immersed bodies and rotating frames. The test filter is Simpson's rule over
-  three cells (width 2Δ) along x, z and a periodic y (:func:`global_sums`); the filtered
-  gradient is the gradient of the filtered velocity (the two commute on the uniform
-  filtered directions).
+  ``ν_t = C_v(t) Π_β``, ``Π_β = (B_β / (α_ij α_ij))^(1/2)`` (Park, Lee, Lee & Choi, "A
+  dynamic subgrid-scale eddy viscosity model with a global model coefficient", Phys.
+  Fluids 18, 125109, 2006), the coefficient from one of two global identities
+  (:data:`IDENTITIES`), sums over the whole domain (:func:`global_sums`), ``~`` the test
+  filter:
+
+  - ``germano``: Germano's identity contracted with the test-filtered strain and summed,
+    ``C_v = −⟨L_ij S̃_ij⟩ / (2 ⟨M_ij S̃_ij⟩)``, ``L_ij = (ū_i ū_j)~ − ũ_i ũ_j``,
+    ``M_ij = Π̃_β S̃_ij − (Π_β S_ij)~`` (Π̃_β of the filtered gradient at twice the
+    filtered widths);
+  - ``equilibrium``: the viscous and the subgrid dissipation summed over the domain are
+    the same at the grid and at the test filter's level, ``C_v = −(ν/2) ⟨(α_ij α_ij)~ −
+    α̃_ij α̃_ij⟩ / ⟨(Π_β S_ij S_ij)~ − Π̃_β S̃_ij S̃_ij⟩``. Where the resolved gradient
+    lives at the grid's last wavenumbers (a field of much energy at the cut-off, as
+    decaying isotropic turbulence at 32³), the test filter takes most of it, the
+    denominator turns positive and the coefficient is clipped to 0: the Germano form
+    does not depend on the gradient's share at the cut-off that way.
+
+  No averaging over homogeneous directions and no clipping cell by cell: one number per
+  step (0 where the identity would make it negative), which suits immersed bodies and
+  rotating frames. The test filter is Simpson's rule over three cells (width 2Δ) along x,
+  z and a periodic y; the filtered gradient is the gradient of the filtered velocity (the
+  two commute on the uniform filtered directions).
 * ``wale``: ``ν_t = (C_w Δ)² (S^d_ij S^d_ij)^(3/2) / ((S_ij S_ij)^(5/2) + (S^d_ij
   S^d_ij)^(5/4))``, ``S^d_ij = ½ (g²_ij + g²_ji) - ⅓ δ_ij g²_kk``, ``g²_ij = g_ik g_kj``;
   ``C_w = 0.325`` (Nicoud & Ducros, "Subgrid-scale stress modelling based on the square of
@@ -172,20 +185,34 @@ def _eddy_viscosity(
 #: The test filter of the dynamic global coefficient: Simpson's rule over three cells
 #: along each filtered direction (the filter of the Choi group's code), width 2Δ.
 TEST_FILTER = np.array([1.0, 4.0, 1.0]) / 6.0
-#: The arrays of :func:`vreman_parts`: the 9 gradient components, α_ij α_ij, Π_β S_ij S_ij.
-PARTS = 11
+#: The identities the dynamic global coefficient may come from (see the module).
+IDENTITIES = ("germano", "equilibrium")
+#: The arrays of :func:`vreman_parts` at each centre: the 9 gradient components g_ab
+#: (``3 a + b``), the 3 velocity components, their 6 products and the 6 of Π_β S_ij
+#: (pairs in :data:`PAIRS` order), α_ij α_ij and Π_β S_ij S_ij.
+PARTS = 26
+VELOCITY, PRODUCTS, MODEL_STRAINS, SQUARED, DISSIPATION = 9, 12, 18, 24, 25
+PAIRS = np.array([[0, 0], [1, 1], [2, 2], [0, 1], [0, 2], [1, 2]])
 
 
 @numba.njit(error_model="numpy", inline="always")
-def store_parts(g, widths, work, parts, i, j, k):  # pragma: no cover
-    """The :data:`PARTS` of the gradient ``g`` into ``parts[:, i, j, k]`` (compiled)."""
+def store_parts(g, velocity, widths, work, parts, i, j, k):  # pragma: no cover
+    """The :data:`PARTS` of the gradient ``g`` and the ``velocity`` at a centre into
+    ``parts[:, i, j, k]`` (compiled)."""
     squared = 0.0
     for a in range(3):
         for b in range(3):
             parts[3 * a + b, i, j, k] = g[a, b]
             squared += g[a, b] * g[a, b]
-    parts[9, i, j, k] = squared
-    parts[10, i, j, k] = vreman_value(g, widths, 1.0, work) * _strain_squared(g)
+    vreman = vreman_value(g, widths, 1.0, work)
+    for a in range(3):
+        parts[VELOCITY + a, i, j, k] = velocity[a]
+    for p in range(6):
+        a, b = PAIRS[p, 0], PAIRS[p, 1]
+        parts[PRODUCTS + p, i, j, k] = velocity[a] * velocity[b]
+        parts[MODEL_STRAINS + p, i, j, k] = vreman * 0.5 * (g[a, b] + g[b, a])
+    parts[SQUARED, i, j, k] = squared
+    parts[DISSIPATION, i, j, k] = vreman * _strain_squared(g)
 
 
 @kernel(error_model="numpy", parallel=True)
@@ -193,19 +220,23 @@ def _vreman_parts(u, v, w, dx, dz, width, gap, gap_down, parts):  # pragma: no c
     nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        velocity = np.empty(3)
         for j in range(1, ny + 1):
             dy = width[j - 1]
             across = gap[j - 1] + gap_down[j - 1]
             widths[0], widths[1], widths[2] = dx, dy, dz
             for k in range(1, nz + 1):
                 _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
-                store_parts(g, widths, work, parts, i, j, k)
+                velocity[0] = 0.5 * (u[i, j, k] + u[i - 1, j, k])
+                velocity[1] = 0.5 * (v[i, j, k] + v[i, j - 1, k])
+                velocity[2] = 0.5 * (w[i, j, k] + w[i, j, k - 1])
+                store_parts(g, velocity, widths, work, parts, i, j, k)
 
 
 def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> None:
-    """Into the owned cells of ``parts`` (:data:`PARTS` ghosted arrays): the velocity
-    gradient g_ab (``parts[3 a + b]``), ``α_ij α_ij`` and ``Π_β S_ij S_ij`` (Π_β: Vreman's
-    ν_t with c = 1) at each cell centre, what the dynamic coefficient filters."""
+    """Into the owned cells of ``parts`` (:data:`PARTS` ghosted arrays) what the dynamic
+    coefficient filters at each cell centre (:data:`PARTS`; Π_β: Vreman's ν_t with c =
+    1)."""
     _vreman_parts(u, v, w, float(dx), float(dz), metrics.width.ravel(),
                   metrics.gap.ravel(), metrics.gap_down.ravel(), parts)
 
@@ -214,11 +245,11 @@ def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> N
 def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  # pragma: no cover
     nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     masked = fluid.shape[0] > 0
-    numerators, denominators = np.zeros(nx), np.zeros(nx)
+    totals = np.zeros((nx, 4))
     for i in prange(1, nx + 1):
         filtered, widths = np.empty(PARTS), np.empty(3)
-        g, work = np.empty((3, 3)), np.empty((3, 3))
-        numerator, denominator = 0.0, 0.0
+        g, work, strain = np.empty((3, 3)), np.empty((3, 3)), np.empty(6)
+        row = np.zeros(4)
         for j in range(1, ny + 1):
             for m in range(3):
                 widths[m] = scale[m] * widths_of_rows[j - 1, m]
@@ -230,8 +261,11 @@ def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  
                     total = 0.0
                     for a in range(3):
                         for b in range(3):
+                            along = filters[0, a] * filters[1, b]
+                            if along == 0.0:  # an unfiltered direction's two sides
+                                continue
                             for d in range(3):
-                                total += (filters[0, a] * filters[1, b] * filters[2, d]
+                                total += (along * filters[2, d]
                                           * parts[c, i + a - 1, j + b - 1, k + d - 1])
                     filtered[c] = total
                 for a in range(3):
@@ -241,24 +275,37 @@ def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  
                 for a in range(3):
                     for b in range(3):
                         resolved += g[a, b] * g[a, b]
-                numerator += weight * (filtered[9] - resolved)
-                denominator += weight * (
-                    filtered[10] - vreman_value(g, widths, 1.0, work) * _strain_squared(g))
-        numerators[i - 1], denominators[i - 1] = numerator, denominator
-    sums[0], sums[1] = numerators.sum(), denominators.sum()
+                vreman = vreman_value(g, widths, 1.0, work)
+                leonard, model = 0.0, 0.0
+                for p in range(6):
+                    a, b = PAIRS[p, 0], PAIRS[p, 1]
+                    strain[p] = 0.5 * (g[a, b] + g[b, a])
+                    twice = 1.0 if a == b else 2.0  # the symmetric pair's other half
+                    leonard += twice * strain[p] * (
+                        filtered[PRODUCTS + p] - filtered[VELOCITY + a] * filtered[VELOCITY + b])
+                    model += twice * strain[p] * (vreman * strain[p] - filtered[MODEL_STRAINS + p])
+                row[0] += weight * leonard
+                row[1] += weight * model
+                row[2] += weight * (filtered[SQUARED] - resolved)
+                row[3] += weight * (filtered[DISSIPATION] - vreman * _strain_squared(g))
+        for n in range(4):
+            totals[i - 1, n] = row[n]
+    for n in range(4):
+        sums[n] = totals[:, n].sum()
 
 
 def row_global_sums(parts: np.ndarray, widths: np.ndarray, weights: np.ndarray, filtered,
                     fluid=None) -> np.ndarray:
-    """This rank's shares of ``⟨(α_ij α_ij)~ − α̃_ij α̃_ij⟩`` and ``⟨(Π_β S_ij S_ij)~ −
-    Π̃_β S̃_ij S̃_ij⟩`` (volume sums), ``~`` the test filter along the ``filtered`` axes
-    (three bools) with width 2Δ there; ``parts`` ghosted (:data:`PARTS` arrays, ghosts
-    filled); ``widths`` the cells' three widths per owned row (shape ``(ny, 3)``),
+    """This rank's shares of the two identities' volume sums: ``⟨L_ij S̃_ij⟩`` and
+    ``⟨M_ij S̃_ij⟩`` (Germano's), ``⟨(α_ij α_ij)~ − α̃_ij α̃_ij⟩`` and ``⟨(Π_β S_ij S_ij)~ −
+    Π̃_β S̃_ij S̃_ij⟩`` (the equilibrium's), ``~`` the test filter along the ``filtered``
+    axes (three bools) with width 2Δ there; ``parts`` ghosted (:data:`PARTS` arrays,
+    ghosts filled); ``widths`` the cells' three widths per owned row (shape ``(ny, 3)``),
     ``weights`` the cells' volumes per row (up to a common factor); ``fluid`` (owned
     cells, bool) where the cells count, if given."""
     filters = np.array([TEST_FILTER if along else [0.0, 1.0, 0.0] for along in filtered])
     scale = np.array([2.0 if along else 1.0 for along in filtered])
-    sums = np.empty(2)
+    sums = np.empty(4)
     mask = np.empty((0, 0, 0), dtype=np.bool_) if fluid is None else np.asarray(fluid, bool)
     _global_sums(parts, np.ascontiguousarray(widths, dtype=np.float64),
                  np.ascontiguousarray(weights, dtype=np.float64), filters, scale, mask, sums)
@@ -273,14 +320,20 @@ def global_sums(parts: np.ndarray, metrics, dx: float, dz: float, filtered, flui
     return row_global_sums(parts, widths, width, filtered, fluid)
 
 
-def dynamic_coefficient(numerator: float, denominator: float, viscosity: float) -> float:
-    """Park, Lee, Lee & Choi's global coefficient from the global sums over all ranks
-    (:func:`global_sums`): ``C_v = −(ν/2) numerator / denominator``, from the balance of the
-    viscous and subgrid dissipations at the grid and the test-filter levels; 0 where it
-    would be negative or the denominator vanishes."""
+def dynamic_coefficient(sums, viscosity: float, identity: str = "germano") -> float:
+    """Park, Lee, Lee & Choi's global coefficient from the four global sums over all ranks
+    (:func:`global_sums`) by ``identity`` (:data:`IDENTITIES`): Germano's, ``C_v = −⟨L_ij
+    S̃_ij⟩ / (2 ⟨M_ij S̃_ij⟩)``, or the dissipations' equilibrium, ``C_v = −(ν/2) ⟨(α_ij
+    α_ij)~ − α̃_ij α̃_ij⟩ / ⟨(Π_β S_ij S_ij)~ − Π̃_β S̃_ij S̃_ij⟩``; 0 where it would be
+    negative or the denominator vanishes."""
+    if identity not in IDENTITIES:
+        raise ValueError(f"identity must be one of {IDENTITIES}, got {identity!r}")
+    leonard, model, squared, dissipation = (float(value) for value in sums)
+    numerator, denominator = ((leonard, 2.0 * model) if identity == "germano"
+                              else (viscosity * squared, 2.0 * dissipation))
     if denominator == 0.0 or not np.isfinite(denominator):
         return 0.0
-    return max(0.0, -0.5 * viscosity * numerator / denominator)
+    return max(0.0, -numerator / denominator)
 
 
 def eddy_viscosity(u, v, w, metrics, dx: float, dz: float, model: str, out: np.ndarray,

@@ -35,6 +35,7 @@ BUILTIN = (
     "tachyflow.observers.surface_loads",
     "tachyflow.observers.fan",
     "tachyflow.observers.turbulence",
+    "tachyflow.observers.spectra",
     "tachyflow.observers.checkpoints",
     "tachyflow.observers.images",
     "tachyflow.observers.fields",

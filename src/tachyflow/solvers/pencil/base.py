@@ -321,6 +321,13 @@ class PencilSolver(Solver):
                 divergence[~self._fluid_cells] = -excess / volume
         return divergence
 
+    def project(self) -> None:
+        """Make the velocity set now discretely divergence-free (collective): a field
+        solenoidal only analytically (random modes sampled on the staggered grid) loses
+        what its discrete divergence holds."""
+        self._previous = None
+        self._project(1.0, restore_flow_rate=False)
+
     def _project(self, alpha_dt: float, restore_flow_rate: bool = True) -> None:
         """Make the velocity divergence-free (collective): boundaries, immersed bodies and
         the outflow's balance first; the pressure is the projection potential."""

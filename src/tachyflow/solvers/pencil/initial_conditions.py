@@ -2,8 +2,10 @@
 choices are :data:`~tachyflow.solvers.pencil.options.CARTESIAN_INITIAL`).
 
 Every one is an analytic function of the coordinates (the random phases of
-``perturbed-channel`` come from ``[flow] seed``), so the state does not depend on the
-number of ranks.
+``perturbed-channel`` come from ``[flow] seed``), or, for ``isotropic``, drawn mode by
+mode in Fourier space from random numbers of each mode
+(:class:`~tachyflow.solvers.pencil.spectrum.BoxSpectrum`), so the state does not depend
+on the number of ranks.
 """
 
 from __future__ import annotations
@@ -27,6 +29,17 @@ def set_initial_condition(config, solver) -> None:
 
     if flow.initial == "rest":
         solver.set_velocity(0.0, 0.0, 0.0)
+    elif flow.initial == "isotropic":
+        from tachyflow.solvers.pencil.spectrum import BoxSpectrum, reference_spectra
+
+        wavenumbers, energies = reference_spectra(config)
+        first = energies[config.isotropic.stations[0]]
+        measured = np.isfinite(first)
+        box = BoxSpectrum(solver.decomposition, config.grid.lengths)
+        spacings = (solver.dx, solver.grid.widths_y[0], solver.dz)
+        solver.set_velocity(*box.random_velocity(wavenumbers[measured], first[measured],
+                                                 config.isotropic.seed, spacings))
+        solver.project()
     elif flow.initial == "poiseuille":
         solver.set_velocity(laminar, 0.0, 0.0)
     elif flow.initial == "taylor-green":

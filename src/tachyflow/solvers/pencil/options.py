@@ -9,6 +9,7 @@ solvers.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -24,7 +25,8 @@ from tachyflow.solvers.base import (
 )
 
 # Each solver's initial conditions (solvers/pencil/initial_conditions.py sets them).
-CARTESIAN_INITIAL = ("rest", "taylor-green", "poiseuille", "perturbed-channel", "inflow")
+CARTESIAN_INITIAL = ("rest", "taylor-green", "poiseuille", "perturbed-channel", "inflow",
+                     "isotropic")
 CYLINDRICAL_INITIAL = (
     "rest", "hagen-poiseuille", "couette", "solid-body", "perturbed-pipe", "inflow",
 )
@@ -95,17 +97,40 @@ class LesSection:
     Driest's damping at walls when ``van_driest``), "vreman" or "wale"; ``constant`` 0
     takes the model's own (C_s = 0.1, c = 0.07, C_w = 0.325: see
     :mod:`tachyflow.numerics.eddy_viscosity` for each one's source; the dynamic model has
-    none); the filter width is the local cell's."""
+    none; ``identity``: the global identity its coefficient comes from, "germano" or
+    "equilibrium" of the dissipations); the filter width is the local cell's."""
 
     model: Literal["none", "dynamic-global", "smagorinsky", "vreman", "wale"] = "none"
     constant: Annotated[float, at_least(0)] = 0.0
     van_driest: bool = True
+    identity: Literal["germano", "equilibrium"] = "germano"
 
     def subgrid(self) -> tuple | None:
-        """``(model, constant or None, van_driest)`` for the solver, None for a DNS."""
+        """``(model, constant or None, van_driest, identity)`` for the solver, None for a
+        DNS."""
         if self.model == "none":
             return None
-        return self.model, self.constant or None, self.van_driest
+        return self.model, self.constant or None, self.van_driest, self.identity
+
+
+@dataclass(frozen=True)
+class IsotropicSection:
+    """``[isotropic]``: decaying isotropic turbulence in a periodic box (Cartesian solver).
+    ``spectrum``: a table of measured energy spectra, a built-in data set (``cbc-1971``:
+    Comte-Bellot & Corrsin's) or a CSV file with a column ``k`` and one ``E<station>`` per
+    station; ``stations`` its columns in time order and ``times`` their simulated times
+    (the first 0). ``[flow] initial = "isotropic"`` starts from Rogallo's random solenoidal
+    field of the first station's spectrum (``seed``: its random numbers); the ``spectra``
+    observer writes E(k) at each station beside the measurement. ``length_scale`` and
+    ``velocity_scale``: the table's units (its k in 1/length, E in velocity² length) per
+    unit length and velocity of the case."""
+
+    spectrum: str = ""
+    stations: tuple[str, ...] = ()
+    times: tuple[float, ...] = ()
+    length_scale: Annotated[float, positive] = 1.0
+    velocity_scale: Annotated[float, positive] = 1.0
+    seed: Annotated[int, at_least(0)] = 0
 
 
 @dataclass(frozen=True)
@@ -254,6 +279,25 @@ def check_cartesian(config, require) -> None:
                 "it (their widths grow from the core's spacing)", grid.core_cells)
     _check_open_x(config, require)
     _check_bodies(config, require, oscillations=True)
+    _check_isotropic(config, require)
+
+
+def _check_isotropic(config, require) -> None:
+    isotropic = config.isotropic
+    wanted = config.flow.initial == "isotropic"
+    require(bool(isotropic.spectrum) or not wanted, "isotropic.spectrum",
+            "a data set or file for flow.initial = 'isotropic'", isotropic.spectrum)
+    if not isotropic.spectrum:
+        return
+    times = isotropic.times
+    require(len(isotropic.stations) >= 1, "isotropic.stations", "at least one station",
+            isotropic.stations)
+    require(len(times) == len(isotropic.stations), "isotropic.times",
+            f"one time per station ({len(isotropic.stations)})", times)
+    require(not times or (times[0] == 0 and all(b > a for a, b in itertools.pairwise(times))),
+            "isotropic.times", "increasing from 0", times)
+    require(not config.grid.walls, "grid.walls", "false for [isotropic] (a periodic box)",
+            config.grid.walls)
 
 
 def check_cylindrical(config, require) -> None:
@@ -282,7 +326,8 @@ def _provides(config, *grid: str) -> frozenset[str]:
 
 _SHARED = {"immersed": ImmersedSection}
 CARTESIAN = SolverOptions(
-    {"grid": GridSection, "flow": FlowSection, "les": LesSection, **_SHARED}, check_cartesian,
+    {"grid": GridSection, "flow": FlowSection, "les": LesSection,
+     "isotropic": IsotropicSection, **_SHARED}, check_cartesian,
     lambda config: _provides(config, CARTESIAN_GRID),
 )
 CYLINDRICAL = SolverOptions(

@@ -42,6 +42,9 @@ class SubgridStress(ABC):
         CONSTANTS`).
     van_driest : bool
         Smagorinsky's damping near walls (with walls only).
+    identity : {"germano", "equilibrium"}
+        The global identity of the dynamic model's coefficient
+        (:func:`~tachyflow.numerics.eddy_viscosity.dynamic_coefficient`).
 
     Notes
     -----
@@ -53,9 +56,13 @@ class SubgridStress(ABC):
     MODELS = (*eddy_viscosity.MODELS, "dynamic-global")
 
     def __init__(self, solver, model: str, constant: float | None = None,
-                 van_driest: bool = True):
+                 van_driest: bool = True, identity: str = "germano"):
         if model not in self.MODELS:
             raise ValueError(f"model must be one of {self.MODELS}, got {model!r}")
+        if identity not in eddy_viscosity.IDENTITIES:
+            raise ValueError(f"identity must be one of {eddy_viscosity.IDENTITIES}, got "
+                             f"{identity!r}")
+        self.identity = identity
         if constant is not None and not (math.isfinite(constant) and constant >= 0):
             raise ValueError(f"constant must be a number >= 0, got {constant!r}")
         self.model, self.constant = model, constant
@@ -153,8 +160,8 @@ class SubgridStress(ABC):
                                     for _ in range(eddy_viscosity.PARTS)])
         self.parts(self._parts)
         solver.halo.exchange(*self._parts)
-        numerator, denominator = solver.decomposition.sum_arrays(self.sums(self._parts, fluid))
-        return eddy_viscosity.dynamic_coefficient(numerator, denominator, solver.viscosity)
+        sums = solver.decomposition.sum_arrays(self.sums(self._parts, fluid))
+        return eddy_viscosity.dynamic_coefficient(sums, solver.viscosity, self.identity)
 
     def owned(self) -> np.ndarray:
         """ν_t at this rank's cell centres (as of the last substep)."""
@@ -232,11 +239,10 @@ class CylindricalSubgridStress(SubgridStress):
     along x and θ; van Driest's damping from the distance to the nearest wall and the outer
     wall's friction velocity (of its whole stress, axial and azimuthal)."""
 
-    def __init__(self, solver, model: str, constant: float | None = None,
-                 van_driest: bool = True):
+    def __init__(self, solver, *options):
         self.rows = cylindrical_eddy_viscosity.CylindricalRows(solver.metrics,
                                                                solver.grid.through_axis)
-        super().__init__(solver, model, constant, van_driest)
+        super().__init__(solver, *options)
 
     def has_walls(self) -> bool:
         return True
