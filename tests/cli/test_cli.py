@@ -227,11 +227,18 @@ def test_bench_step_end_to_end(tmp_path):
         "2",
         "--warmup",
         "1",
+        "--les",
+        "vreman",
         "-o",
         str(tmp_path),
     )
     assert result.returncode == 0, result.stderr
     assert "memory-traffic bound" in result.stdout
+    les = json.loads((tmp_path / "step_8x8x6_2x1.json").read_text())["les"]
+    assert les["model"] == "vreman" and les["verified"]
+    assert set(les["ratios"]) == {"dns (fused)", "dns (separate kernels)"}
+    assert les["ratio"] == les["ratios"]["dns (fused)"] > 0
+    assert "LES (vreman) step" in result.stdout
     document = json.loads((tmp_path / "step_8x8x6_2x1.json").read_text())
     entry = document["results"][0]
     assert entry["name"] == "tachyflow-step"

@@ -61,7 +61,7 @@ def test_an_open_pipe_restarted_on_another_rank_count_continues_where_it_stopped
 def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_path):
     result = tachyflow(
         "bench", "cylindrical-step", "-n", "2", "--grid", "8", "6", "8", "--repeats", "2",
-        "--warmup", "1", "-o", str(tmp_path), timeout=180,
+        "--warmup", "1", "--les", "wale", "-o", str(tmp_path), timeout=240,
     )
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "cylindrical-step_8x6x8_2x1.json").read_text())
@@ -76,6 +76,13 @@ def test_bench_cylindrical_step_times_both_solvers_and_records_the_ratio(tmp_pat
     assert model["ratio_to_cartesian"] > 0
     assert set(model["phases_per_step"]) == {"pipe", "channel"}
     assert "fft" in model["phases_per_step"]["pipe"]
+    les = document["les"]  # the pipe's LES step against its DNS step, interleaved
+    assert les["model"] == "wale" and les["verified"] and les["goal"] == 1.25
+    steps = les["steps"]
+    assert set(steps) == {"dns", "les (wale)"}
+    assert les["ratio"] == pytest.approx(steps["les (wale)"]["median"] / steps["dns"]["median"])
+    assert 0 < les["subgrid_share"] < 1
+    assert "LES (wale) step" in result.stdout
 
 
 def test_pipe_fields_are_a_cylinder_in_cartesian_points_for_paraview(tmp_path):

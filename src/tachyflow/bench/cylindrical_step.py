@@ -8,7 +8,8 @@ cost of the cylindrical terms (metric factors, Coriolis, the implicit θ directi
 transposes); the issue's goal is 1.3x at most. The phase breakdown of each is recorded
 (the pipe's over all its variants). The pipe is timed with its θ solves' transposes
 overlapped (its default), blocking, and overlapped with progress calls
-(:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups).
+(:mod:`tachyflow.bench.overlap`: ``overlap`` holds the speed-ups). With ``--les MODEL``,
+``les``: the pipe's LES step against its DNS step, interleaved (:mod:`tachyflow.bench.les`).
 """
 
 from __future__ import annotations
@@ -26,17 +27,20 @@ from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 OURS = "tachyflow-cylindrical-step"
 
 
-def _solver(kind, case_name: str, global_shape, proc_grid, comm):
-    case = config.load(case_name).replace("grid", cells=tuple(global_shape))
+def _solver(kind, case_name: str, global_shape, proc_grid, comm, les: str = "none"):
+    case = config.load(case_name).replace("grid", cells=tuple(global_shape)).replace(
+        "les", model=les)
     if proc_grid is not None:
         case = case.replace("parallel", proc_grid=tuple(proc_grid))
     return kind.from_case(case, comm, "measure")
 
 
 def run_cylindrical_step_benchmark(
-    global_shape, proc_grid=None, repeats=5, warmup=3, comm=None
+    global_shape, proc_grid=None, repeats=5, warmup=3, comm=None, les: str | None = None
 ) -> dict:
-    """Time steps of the pipe and of the channel on the same grid (collective)."""
+    """Time steps of the pipe and of the channel on the same grid (collective); with
+    ``les`` (a model), the pipe's LES step against its DNS step
+    (:mod:`tachyflow.bench.les`)."""
     comm = runtime.world() if comm is None else comm
     pipe = _solver(CylindricalSolver, "pipe", global_shape, proc_grid, comm)
     channel = _solver(IncompressibleSolver, "channel", global_shape, proc_grid, comm)
@@ -100,6 +104,13 @@ def run_cylindrical_step_benchmark(
             "phases_per_step": phases,
             "viscous_time_step": pipe.viscous_time_steps(),
         }
+    if les is not None:
+        from tachyflow.bench.les import les_against_dns
+
+        les_solver = _solver(CylindricalSolver, "pipe", global_shape, proc_grid, comm, les)
+        document["les"] = les_against_dns(les_solver, steps["pipe"][1],
+                                          {"dns": lambda: pipe.step(steps["pipe"][1])},
+                                          comm, repeats, warmup)
     for solver in (pipe, channel):
         solver.free()
         solver.decomposition.free()

@@ -25,7 +25,9 @@ steps alone (the other variants move more data in other ways). Then
 the step with its fused velocity update (the default) and with the separate kernels,
 interleaved: ``fused`` holds both and the speed-up of fusing. ``beyond_step``: what a run
 adds to each step, its checks (NaN, the CFL number) every iteration and ``statistics()``
-every ``statistics_every`` steps, interleaved, with each in field reads.
+every ``statistics_every`` steps, interleaved, with each in field reads. With ``--les
+MODEL``, ``les``: the same channel's LES step against the DNS's fused and separate steps,
+interleaved (:mod:`tachyflow.bench.les`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ MINIMUM_PASSES = 3 * 8 // 2  # copies: each np.copyto reads one field and writes
 BOUND = "memory bound"
 
 
-def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None) -> dict:
-    """Measure channel time steps and the memory bound (collective over ``comm``)."""
+def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=None,
+                       les: str | None = None) -> dict:
+    """Measure channel time steps and the memory bound (collective over ``comm``); with
+    ``les`` (a model), the LES step against the DNS's (:mod:`tachyflow.bench.les`)."""
     from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
     comm = runtime.world() if comm is None else comm
@@ -128,6 +132,14 @@ def run_step_benchmark(global_shape, proc_grid=None, repeats=5, warmup=3, comm=N
     fused = {name: summarize(samples) for name, samples in pair.items()}
     fused["speedup"] = fused["separate kernels"]["median"] / fused["fused"]["median"]
     document["fused"] = fused
+    if les is not None:
+        from tachyflow.bench.les import les_against_dns
+
+        les_solver = IncompressibleSolver.from_case(case.replace("les", model=les), comm)
+        document["les"] = les_against_dns(
+            les_solver, dt, {"dns (fused)": stepped(True), "dns (separate kernels)":
+                             stepped(False)}, comm, repeats, warmup)
+        solver.fused = True
     passes = pass_seconds(sources, targets, comm, repeats)
     passes["copy"] = bound["median"] / MINIMUM_PASSES  # the bound is that many copies
     document["beyond_step"] = beyond_step(solver, dt, comm, repeats, passes["read"])

@@ -154,6 +154,24 @@ def add_benchmark_options(
     add_output(parser)
 
 
+def add_les_option(parser: argparse.ArgumentParser) -> None:
+    """``--les MODEL``: also time the case's large-eddy simulation against its DNS."""
+    import typing
+
+    from tachyflow.solvers.pencil.options import LesSection
+
+    models = tuple(m for m in typing.get_args(typing.get_type_hints(LesSection)["model"])
+                   if m != "none")
+    parser.add_argument(
+        "--les",
+        choices=models,
+        default=None,
+        metavar="MODEL",
+        help="also time the LES step with this subgrid model against the DNS step, "
+             f"interleaved ({', '.join(models)})",
+    )
+
+
 def add_krylov_options(parser: argparse.ArgumentParser) -> None:
     from tachyflow.collectives.algorithms import ALGORITHMS
 

@@ -23,6 +23,7 @@ class CylindricalStep(Benchmark):
 
     def add_arguments(self, parser):
         options.add_benchmark_options(parser, repeats=5)
+        options.add_les_option(parser)
 
     def suite_stages(self, plan):
         return [(f"cylindrical step, {plan.ranks[-1]} rank(s)",
@@ -34,7 +35,8 @@ class CylindricalStep(Benchmark):
         from tachyflow.bench import cylindrical_step
 
         document = cylindrical_step.run_cylindrical_step_benchmark(
-            args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world()
+            args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world(),
+            les=args.les,
         )
         code = report_benchmark(document, "cylindrical time step", args.output)
         model = document.get("model")
@@ -47,4 +49,8 @@ class CylindricalStep(Benchmark):
             for name, phases in model["phases_per_step"].items():
                 split = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in phases.items())
                 console.print(f"{name}: {split}")
+        if "les" in document:
+            from tachyflow.bench.les import describe
+
+            runtime.make_console().print(describe(document["les"]))
         return code

@@ -30,6 +30,7 @@ class Step(Benchmark):
 
     def add_arguments(self, parser):
         options.add_benchmark_options(parser, repeats=5)
+        options.add_les_option(parser)
 
     def suite_stages(self, plan):
         return [
@@ -73,7 +74,8 @@ class Step(Benchmark):
         from tachyflow.bench.peers import cans
 
         document = step.run_step_benchmark(
-            args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world()
+            args.grid, args.proc_grid, args.repeats, args.warmup, comm=runtime.world(),
+            les=args.les,
         )
         if not args.no_peer:
             document["peers_missing"] = {cans.PEER_NAME: cans.NOT_BESIDE}
@@ -103,6 +105,10 @@ class Step(Benchmark):
                 f"separate kernels {fused['separate kernels']['median'] * 1e3:.1f} ms "
                 f"({fused['speedup']:.2f}x; same run, interleaved)"
             )
+        if "les" in document:
+            from tachyflow.bench.les import describe
+
+            runtime.make_console().print(describe(document["les"]))
         if "beyond_step" in document:
             _print_list(
                 "beyond the step: ",
