@@ -42,7 +42,7 @@ from tachyflow import observers, runtime
 from tachyflow.config import Config
 from tachyflow.errors import ConfigError, RunInterrupted, SimulationDiverged
 from tachyflow.io.checkpoint import checkpoint_candidates, read_checkpoint
-from tachyflow.io.files import replacing
+from tachyflow.io.files import naming, replacing
 from tachyflow.io.locks import RunFolderLock
 from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small
@@ -115,18 +115,27 @@ class Simulation:
         self.dt = self.cfl = self.step_seconds = 0.0
         self.steps_to_run = 0
         self._log = None
-        if self.root:
+        self._log_problem: OSError | None = None  # a line rank 0 could not write
+
+        def prepare() -> None:
             self.output.mkdir(parents=True, exist_ok=True)
-            (self.output / "config.toml").write_text(config.to_toml())
+            with replacing(self.output / "config.toml") as temporary:
+                temporary.write_text(config.to_toml())
             self._log = (self.output / "log.txt").open("a" if self.restarted else "w")
+
+        agreement.on_root(self.comm, prepare)  # a failure ends every rank, together
 
     # -- output ----------------------------------------------------------------------------
 
     def log(self, message: str) -> None:
         """Append a line to ``log.txt`` (rank 0)."""
         if self._log is not None:
-            self._log.write(f"{time.strftime('%H:%M:%S')} {message}\n")
-            self._log.flush()
+            try:
+                with naming(self.output / "log.txt"):
+                    self._log.write(f"{time.strftime('%H:%M:%S')} {message}\n")
+                    self._log.flush()
+            except OSError as error:  # raised on every rank at the next check of the run
+                self._log_problem = self._log_problem or error
 
     def _restore(self, restart) -> None:
         """Continue from the checkpoint ``restart`` or, for ``"latest"``, the newest one in
@@ -188,7 +197,7 @@ class Simulation:
             problem = SimulationDiverged(
                 f"{name} is not finite", step=solver.steps, time=solver.time, field=name
             )
-        agreement.agree(self.comm, problem)
+        agreement.agree(self.comm, problem or self._log_problem)
 
     def _check(self, dt: float) -> float:
         """Stop with SimulationDiverged on non-finite values or a CFL beyond the limit."""
@@ -316,13 +325,16 @@ class Simulation:
         }
         for observer in watchers:
             summary.update(observer.summary() or {})
-        if self.root:
+        def write() -> None:
             with replacing(self.output / "timings.json") as temporary:
                 temporary.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+
+        agreement.on_root(self.comm, write)  # a failure ends every rank, together
         self.log(
             f"done: {summary['steps']} steps, {summary['time_per_step']['median']:.4f} "
             f"s/step (median)"
         )
+        agreement.agree(self.comm, self._log_problem)
         return summary
 
     def free(self) -> None:

@@ -1,8 +1,10 @@
-"""A disk that fills during a checkpoint of a 2-rank run: every rank stops together with one
-line naming the file and the errno, and the last whole checkpoint stays (it hung before:
-MPI-IO reported the full disk on one rank, which left the collective writes)."""
+"""A disk that fills during a 2-rank run: every rank stops together with one line naming
+the file and the errno. A checkpoint keeps the last whole one (it hung before: MPI-IO
+reported the full disk on one rank, which left the collective writes); images, statistics
+and the log, written by rank 0, ended the job through MPI_Abort with no file named."""
 
 import os
+import re
 import subprocess
 import time
 
@@ -54,3 +56,31 @@ def test_a_full_disk_during_a_checkpoint_ends_every_rank_keeping_the_last_one(
     again = tachyflow("run", "taylor-green", "--steps", "11", "-o", str(tmp_path / "again"),
                       "--restart", str(folder / "step_00000010.ckpt"), *SMALL)
     assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize(
+    ("room", "outputs", "written"),
+    [
+        (147456, ("output.images_every=1",), r"images/u_step_\d{8}\.png"),
+        (16384, ("output.images_every=0", "output.statistics_every=1"), r"(stats\.csv|log\.txt)"),
+    ],
+    ids=["images", "statistics"],
+)
+def test_a_full_disk_under_rank_0s_outputs_ends_every_rank_in_one_line(
+    small_disk, room, outputs, written
+):
+    """The disk is filled but for ``room`` bytes before the run."""
+    free = os.statvfs(small_disk)
+    (small_disk / "ballast").write_bytes(bytes(free.f_bavail * free.f_frsize - room))
+    output = small_disk / "out"
+    settings = [item for setting in outputs for item in ("--set", setting)]
+    result = tachyflow("run", "taylor-green", "-n", "2", "--steps", "300", "-o", str(output),
+                       "--set", "grid.cells=[16,16,16]", "--set", "output.checkpoint_every=0",
+                       "--set", "output.fields_every=0", *settings, "--fft-planning", "estimate",
+                       timeout=120)
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    pattern = (rf"tachyflow: error \(on rank 0\): OSError: \[Errno 28\] cannot write "
+               rf"{re.escape(str(output))}/{written}: No space left on device")
+    assert re.fullmatch(pattern, lines[0]), lines[0]

@@ -13,23 +13,37 @@ def replacing(path: str | os.PathLike):
     """Yield a temporary path beside ``path``; on success rename it to ``path``.
 
     A reader never sees a half-written file and an earlier file is only replaced by a
-    complete one; on error the temporary file is removed.
+    complete one; on error the temporary file is removed. An OSError with an errno (a
+    full disk) is raised again naming ``path``: writers such as matplotlib's name no file.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
-    )
-    os.close(handle)
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
+        )
+        os.close(handle)
+        try:
+            yield Path(temporary)
+            # mkstemp makes the file private (0600); give it the mode a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+            os.replace(temporary, path)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike):
+    """Raise an OSError with an errno from within the block again as ``[Errno N] cannot
+    write PATH: ...``, so that the one line a failed run ends with says which file."""
     try:
-        yield Path(temporary)
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+        yield
+    except OSError as error:
+        if error.errno is None or str(path) in str(error):
+            raise
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from error
 
 
 class AppendedTable:
@@ -55,13 +69,15 @@ class AppendedTable:
         self._writer.writeheader()
         self._writer.writerows(kept)
         self._file.flush()
+        self.path = path
         self.step_column = step_column
         self.last_step = int(kept[-1][step_column]) if kept else None
 
     def append(self, row: dict) -> None:
         """Write one row (a dict with the step column and the others) and flush it."""
-        self._writer.writerow(row)
-        self._file.flush()
+        with naming(self.path):
+            self._writer.writerow(row)
+            self._file.flush()
         self.last_step = int(row[self.step_column])
 
     def close(self) -> None:

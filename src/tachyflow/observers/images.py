@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tachyflow.observers import Observer, register
+from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_plane
 from tachyflow.solvers.base import PENCIL_FIELDS
 
@@ -38,15 +39,18 @@ class Images(Observer):
             gather_plane(run.comm, u, layout.start, layout.global_shape, axis, index)
             for axis, index in ((2, nz // 2), (1, ny // 4))
         ]
-        if not run.root:
-            return
-        from tachyflow.insitu.plots import plot_history, plot_slices
 
-        folder = run.output / "images"
-        path = folder / f"u_step_{solver.steps:08d}.png"
-        plot_slices(*planes, solver.grid, solver.steps, solver.time, path)
-        if run.history:
-            plot_history(run.history, folder / "statistics.png")
+        def draw() -> None:
+            from tachyflow.insitu.plots import plot_history, plot_slices
+
+            folder = run.output / "images"
+            path = folder / f"u_step_{solver.steps:08d}.png"
+            plot_slices(*planes, solver.grid, solver.steps, solver.time, path)
+            if run.history:
+                plot_history(run.history, folder / "statistics.png")
+
+        # Rank 0 draws; a failure (a full disk) ends every rank here, together.
+        agreement.on_root(run.comm, draw)
 
     def finish(self, run) -> None:
         self.observe(run)

@@ -8,6 +8,7 @@ import time
 
 from tachyflow.io.files import AppendedTable
 from tachyflow.observers import Observer, register
+from tachyflow.parallel import agreement
 
 
 @register
@@ -53,8 +54,8 @@ class Statistics(Observer):
         statistics.setdefault("wall_shear", math.nan)
         run.history.append(statistics)
         self._recorded = statistics["step"]
-        if self._table is not None:
-            self._table.append(statistics)
+        # Rank 0 writes; a failure (a full disk) ends every rank here, together.
+        agreement.on_root(run.comm, lambda: self._table.append(statistics))
         values = " ".join(f"{name}={statistics[name]:.6g}" for name in shown)
         run.log(f"step {statistics['step']} t={statistics['time']:.6g} {values}")
         if self.monitor and run.root:
