@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.cli.test_cli import tachyflow
+from tests.parallel.test_acoustics_restart import SPHERE_NOISE
 
 # 24³ cells: a checkpoint of 447 kB, two of them fit on a 1 MiB disk, not a third.
 SMALL = ("--set", "grid.cells=[24,24,24]", "--set", "output.checkpoint_every=5",
@@ -84,3 +85,22 @@ def test_a_full_disk_under_rank_0s_outputs_ends_every_rank_in_one_line(
     pattern = (rf"tachyflow: error \(on rank 0\): OSError: \[Errno 28\] cannot write "
                rf"{re.escape(str(output))}/{written}: No space left on device")
     assert re.fullmatch(pattern, lines[0]), lines[0]
+
+
+def test_a_full_disk_under_the_acoustics_surface_series_ends_every_rank(small_disk, tmp_path):
+    """ADIOS2's exception (coloured, several lines, ``errno = 28``) becomes the one error
+    line; ADIOS2 still warns at exit that the series was not closed."""
+    case = tmp_path / "sphere.toml"
+    case.write_text(SPHERE_NOISE.replace("checkpoint_every = 5", "checkpoint_every = 0"))
+    free = os.statvfs(small_disk)
+    (small_disk / "ballast").write_bytes(bytes(free.f_bavail * free.f_frsize - 80 * 1024))
+    output = small_disk / "out"
+    result = tachyflow("run", str(case), "-n", "2", "-o", str(output), "--fft-planning",
+                       "estimate", timeout=120)
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("tachyflow:")]
+    assert errors == [
+        f"tachyflow: error (on rank 0): OSError: [Errno 28] cannot write "
+        f"{output / 'acoustics' / 'surface.bp'}: No space left on device"
+    ], result.stderr
+    assert "Abort(" not in result.stderr

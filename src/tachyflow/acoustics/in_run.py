@@ -34,6 +34,7 @@ from tachyflow.acoustics.results import arc_observers, write_results
 from tachyflow.acoustics.sources import PermeableSourceTerms
 from tachyflow.errors import ConfigError
 from tachyflow.io.surface_series import SurfaceSeriesWriter
+from tachyflow.parallel import agreement
 from tachyflow.parallel.noise_exchange import NoiseSourceExchange
 from tachyflow.parallel.pieces import panel_share
 
@@ -149,20 +150,23 @@ class InRunAcoustics:
         self._positions = self.surface.centres[self.share][None]
         self._still = np.zeros_like(self._positions)
         self._gathered = np.zeros((count, 4))
-        self._series = None
         self.last_time = self.start
         self.samples = 0
         if record is not None:
             self.accumulator.restore_state(record, self.share)
             self.last_time, samples = (float(value) for value in record["progress"])
             self.samples = int(samples)
-        if rank == 0:
+
+        def open_series() -> SurfaceSeriesWriter:
             self.folder.mkdir(parents=True, exist_ok=True)
             # After a restart, the steps a killed run sampled after its checkpoint go.
-            self._series = SurfaceSeriesWriter(
+            return SurfaceSeriesWriter(
                 self.folder / "surface.bp", self.surface.areas,
                 keep_until=None if record is None else self.last_time,
             )
+
+        # Rank 0 writes; here and below a failure (a full disk) ends every rank together.
+        self._series = agreement.on_root(decomposition.comm, open_series)
 
     def sample(self) -> None:
         """Sample the current flow and integrate it (collective)."""
@@ -178,17 +182,16 @@ class InRunAcoustics:
         local[self.exchange.mine] = terms
         collectives.reduce(self.decomposition.comm, local.ravel(), "sum", 0, "native",
                            out=self._gathered.ravel())
-        if self._series is not None:
-            self._series.write(
-                solver.time,
-                {
-                    "positions": self.surface.centres,
-                    "normals": self.surface.normals,
-                    "surface_velocity": np.zeros_like(self.surface.centres),
-                    "normal_flux": self._gathered[:, 0],
-                    "load": self._gathered[:, 1:],
-                },
-            )
+        agreement.on_root(self.decomposition.comm, lambda: self._series.write(
+            solver.time,
+            {
+                "positions": self.surface.centres,
+                "normals": self.surface.normals,
+                "surface_velocity": np.zeros_like(self.surface.centres),
+                "normal_flux": self._gathered[:, 0],
+                "load": self._gathered[:, 1:],
+            },
+        ))
 
     def checkpoint_state(self) -> dict[str, np.ndarray] | None:
         """The record so far, for ``record`` after a restart, on rank 0 (None elsewhere)
@@ -233,19 +236,22 @@ class InRunAcoustics:
                 "window had 8 complete samples; run longer or lower acoustics.duration"
             )
         signals = self.accumulator.finish()
-        if self.section.write_surface:
-            self.write_surface()
         self.exchange.free()
-        if self._series is None:
-            return None
-        self._series.close()
-        self._series = None
-        trimmed = type(signals)(
-            signals.times[complete], signals.thickness[:, complete], signals.loading[:, complete]
-        )
-        oaspl = write_results(self.folder, self.names, trimmed, self.arc_angles)
-        return {
-            "observers": dict(zip(self.names, map(float, oaspl), strict=True)),
-            "window": [float(trimmed.times[0]), float(trimmed.times[-1])],
-            "samples": self.samples,
-        }
+
+        def results() -> dict:
+            if self.section.write_surface:
+                self.write_surface()
+            self._series.close()
+            self._series = None
+            trimmed = type(signals)(
+                signals.times[complete], signals.thickness[:, complete],
+                signals.loading[:, complete],
+            )
+            oaspl = write_results(self.folder, self.names, trimmed, self.arc_angles)
+            return {
+                "observers": dict(zip(self.names, map(float, oaspl), strict=True)),
+                "window": [float(trimmed.times[0]), float(trimmed.times[-1])],
+                "samples": self.samples,
+            }
+
+        return agreement.on_root(self.decomposition.comm, results)

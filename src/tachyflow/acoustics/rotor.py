@@ -32,6 +32,7 @@ from tachyflow.acoustics.sources import SurfacePressureTerms
 from tachyflow.acoustics.spectra import spectrum
 from tachyflow.errors import ConfigError
 from tachyflow.io.files import replacing
+from tachyflow.parallel import agreement
 from tachyflow.parallel.noise_exchange import NoiseSourceExchange
 from tachyflow.parallel.pieces import panel_share
 
@@ -189,27 +190,31 @@ class RotorNoise:
             )
         signals = self.accumulator.finish()
         self.exchange.free()
-        if self.solver.decomposition.rank != 0:
-            return None
-        trimmed = type(signals)(
-            signals.times[complete], signals.thickness[:, complete], signals.loading[:, complete]
-        )
-        oaspl = write_results(self.folder, self.names, trimmed, self.arc_angles)
-        rate = 1.0 / (trimmed.times[1] - trimmed.times[0])
-        summary = {
-            "observers": dict(zip(self.names, map(float, oaspl), strict=True)),
-            "dominant_frequency": {
-                name: dominant_frequency(signal, rate)
-                for name, signal in zip(self.names, trimmed.pressure, strict=True)
-            },
-            "blade_passing_frequency": self.passing,
-            "window": [float(trimmed.times[0]), float(trimmed.times[-1])],
-            "samples": self.samples,
-            "seconds_rank0": dict(self.seconds),
-        }
-        with replacing(self.folder / "summary.json") as path:
-            path.write_text(json.dumps(summary, indent=2) + "\n")
-        return summary
+
+        def results() -> dict:
+            trimmed = type(signals)(
+                signals.times[complete], signals.thickness[:, complete],
+                signals.loading[:, complete],
+            )
+            oaspl = write_results(self.folder, self.names, trimmed, self.arc_angles)
+            rate = 1.0 / (trimmed.times[1] - trimmed.times[0])
+            summary = {
+                "observers": dict(zip(self.names, map(float, oaspl), strict=True)),
+                "dominant_frequency": {
+                    name: dominant_frequency(signal, rate)
+                    for name, signal in zip(self.names, trimmed.pressure, strict=True)
+                },
+                "blade_passing_frequency": self.passing,
+                "window": [float(trimmed.times[0]), float(trimmed.times[-1])],
+                "samples": self.samples,
+                "seconds_rank0": dict(self.seconds),
+            }
+            with replacing(self.folder / "summary.json") as path:
+                path.write_text(json.dumps(summary, indent=2) + "\n")
+            return summary
+
+        # Rank 0 writes; a failure (a full disk) ends every rank together.
+        return agreement.on_root(self.solver.decomposition.comm, results)
 
 
 def dominant_frequency(pressure: np.ndarray, rate: float) -> float:

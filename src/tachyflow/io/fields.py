@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tachyflow.io.bp_reading import bp_reader, bp_stream
+from tachyflow.io.files import adios2_failure
 from tachyflow.numerics.grid import StaggeredGrid
 from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small, slabs_in_turn
@@ -106,7 +107,12 @@ class FieldWriter:
                     except Exception as error:
                         problem = error
             if problem is None:
-                stream.end_step()
+                try:
+                    stream.end_step()  # where BP5 writes: a full disk shows here
+                except Exception as error:
+                    problem = error
+            if isinstance(problem, RuntimeError):  # ADIOS2's: as an OSError naming the file
+                problem = adios2_failure(problem, self.path)
         else:
             for _ in incoming:
                 pass

@@ -46,6 +46,19 @@ def naming(path: str | os.PathLike):
         raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from error
 
 
+def adios2_failure(error: Exception, path) -> Exception:
+    """An ADIOS2 writer's exception (a RuntimeError whose text, coloured and on several
+    lines, ends "... errno = 28: No space left on device") as ``[Errno N] cannot write
+    PATH: ...``; ``error`` itself when it names no errno."""
+    import re
+
+    found = re.search(r"errno = (\d+)", str(error))
+    if found is None:
+        return error
+    code = int(found.group(1))
+    return OSError(code, f"cannot write {path}: {os.strerror(code)}")
+
+
 class AppendedTable:
     """A CSV file that grows a row at a time (never rewritten, flushed per row, so the cost
     of a row does not grow with the run); after a restart at ``first_step`` the rows up to

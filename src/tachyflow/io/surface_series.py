@@ -20,6 +20,7 @@ import numpy as np
 from tachyflow.errors import ConfigError
 from tachyflow.io.bp_reading import bp_reader
 from tachyflow.io.fields import trim_series
+from tachyflow.io.files import adios2_failure
 
 GEOMETRY = ("positions", "normals", "surface_velocity")
 FLOW_VALUES = ("pressure", "density", "velocity")
@@ -57,12 +58,15 @@ class SurfaceSeriesWriter:
         if unknown:
             raise ValueError(f"unknown surface arrays {sorted(unknown)} (known: {sorted(known)})")
         stream = self._stream
-        stream.begin_step()
-        stream.write("time", float(time))
-        stream.write("areas", self.areas)
-        for name, values in arrays.items():
-            stream.write(name, np.ascontiguousarray(values, dtype=np.float64))
-        stream.end_step()
+        try:
+            stream.begin_step()
+            stream.write("time", float(time))
+            stream.write("areas", self.areas)
+            for name, values in arrays.items():
+                stream.write(name, np.ascontiguousarray(values, dtype=np.float64))
+            stream.end_step()
+        except RuntimeError as error:  # ADIOS2's, a full disk among them
+            raise adios2_failure(error, self.path) from None
 
     def close(self) -> None:
         """Finish the series."""
