@@ -63,6 +63,10 @@ class Simulation:
     restart : path or "latest", optional
         Checkpoint to continue from; ``"latest"``: the newest one in the output folder
         that reads whole (newer, unreadable ones are skipped with a warning).
+    interpolate : bool
+        The checkpoint is of another grid of the case (other cells): its fields are
+        interpolated onto the case's grid (:meth:`Solver.restore_interpolated`) and the
+        observers start afresh (their states belong to the old grid).
 
     Attributes
     ----------
@@ -82,8 +86,12 @@ class Simulation:
     Construction and :meth:`run` are collective; only rank 0 writes files and prints.
     """
 
-    def __init__(self, config: Config, output, comm=None, restart=None, planning: str = "measure"):
+    def __init__(self, config: Config, output, comm=None, restart=None, planning: str = "measure",
+                 interpolate: bool = False):
         self.config = config
+        self.interpolate = bool(interpolate)
+        if self.interpolate and restart is None:
+            raise ConfigError("--interpolate needs --restart: the checkpoint to interpolate")
         self.comm = runtime.world() if comm is None else comm
         self.output = Path(output)
         self.root = self.comm.Get_rank() == 0
@@ -152,6 +160,13 @@ class Simulation:
             )
         else:
             candidates = [Path(restart)]
+        if self.interpolate:  # the newest: another grid's checkpoint is read as it is
+            if not candidates:
+                raise ConfigError(
+                    f"--restart latest: no checkpoint in {self.output / 'checkpoints'}")
+            checkpoint = self.solver.restore_interpolated(candidates[0])
+            self.restored_from = checkpoint.path
+            return
         console = runtime.make_console(stderr=True) if self.root else None
         for path in candidates:
             try:

@@ -77,6 +77,12 @@ class Run(Command):
             help="continue from a checkpoint (.ckpt, written on any rank count), or 'latest' "
             "in the output folder",
         )
+        parser.add_argument(
+            "--interpolate", action="store_true",
+            help="with --restart: the checkpoint is of another grid of the case (other "
+            "cells, e.g. a coarser run): interpolate its fields onto the case's grid (pencil "
+            "solvers); the observers start afresh",
+        )
 
     def run(self, args) -> int:
         """``tachyflow run``."""
@@ -94,7 +100,8 @@ class Run(Command):
             config = config.replace("parallel", proc_grid=args.proc_grid)
         output = Path(args.output or Path("runs") / config.case.name)
         simulation = Simulation(
-            config, output, runtime.world(), restart=args.restart, planning=args.fft_planning
+            config, output, runtime.world(), restart=args.restart, planning=args.fft_planning,
+            interpolate=args.interpolate,
         )
         last = config.time.steps if args.steps is None else args.steps
         summary = simulation.run(max(last - simulation.solver.steps, 0))

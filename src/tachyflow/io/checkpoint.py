@@ -26,6 +26,7 @@ a checkpoint (of step STEP only, when given).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import signal
@@ -273,7 +274,8 @@ def checkpoint_candidates(folder) -> list[Path]:
 
 
 def _read_description(path: Path, global_shape) -> dict:
-    """The trailer of ``path``, checked against its header and the case's grid."""
+    """The trailer of ``path``, checked against its header and the case's grid (any grid
+    where ``global_shape`` is None)."""
     if not path.is_file():
         raise ConfigError(f"checkpoint {str(path)!r} does not exist")
     problem = f"checkpoint {path} is corrupt or not a tachyflow checkpoint"
@@ -291,7 +293,7 @@ def _read_description(path: Path, global_shape) -> dict:
     if len(encoded) != length or zlib.crc32(encoded) != crc:
         raise ConfigError(f"{problem}: its description is truncated or damaged")
     trailer = json.loads(encoded)
-    if tuple(trailer["global_shape"]) != tuple(global_shape):
+    if global_shape is not None and tuple(trailer["global_shape"]) != tuple(global_shape):
         raise ConfigError(
             f"checkpoint {path} holds a {tuple(trailer['global_shape'])} grid, the case's "
             f"grid is {tuple(global_shape)}"
@@ -340,3 +342,41 @@ def read_checkpoint(comm, path, layout: PieceLayout) -> tuple[Checkpoint, dict]:
                 )
             pieces[name] = piece
     return checkpoint, pieces
+
+
+def read_checkpoint_windows(comm, path, ranges_of) -> tuple[Checkpoint, tuple, dict]:
+    """A checkpoint of any grid, read for interpolation onto another (collective): its
+    checksums verified on a partition into slabs along the first axis, then each of its
+    solver arrays' window that this rank needs: ``ranges_of(old shape)`` gives the old
+    indices (per axis a list of at most two ``(start, stop)``, from
+    :func:`tachyflow.numerics.regrid.index_ranges`), laid end to end in the window.
+    Observers' arrays are left out (they belong to the old grid). Returns the
+    description, the old grid's shape and the windows by name."""
+    checkpoint, trailer = _describe(comm, path, None)
+    shape = tuple(int(n) for n in trailer["global_shape"])
+    ranges = ranges_of(shape)
+    bounds = np.linspace(0, shape[0], comm.Get_size() + 1).astype(int)
+    rank = comm.Get_rank()
+    read_checkpoint(comm, path, PieceLayout(shape, (int(bounds[rank]), 0, 0),
+                                            (int(bounds[rank + 1] - bounds[rank]), *shape[1:])))
+    padded = [list(axis) + [(0, 0)] * (2 - len(axis)) for axis in ranges]
+    lengths = [sum(stop - start for start, stop in axis) for axis in padded]
+    names = [name for name in trailer["arrays"] if not name.startswith("observer/")]
+    windows = {name: np.empty(lengths) for name in names}
+    for choice in itertools.product(range(2), repeat=3):
+        boxes = [padded[axis][choice[axis]] for axis in range(3)]
+        start = tuple(box[0] for box in boxes)
+        extent = tuple(box[1] - box[0] for box in boxes)
+        placed = tuple(
+            slice(offset, offset + size)
+            for offset, size in zip(
+                (sum(b - a for a, b in padded[axis][: choice[axis]]) for axis in range(3)),
+                extent, strict=True)
+        )
+        # Every rank reads the same eight boxes in turn (some of them empty).
+        with CollectiveFile(comm, checkpoint.path, "r", shape, start, extent) as file:
+            for name in names:
+                with agreement.collectively(comm, OSError):
+                    piece = file.read_piece(trailer["arrays"][name]["offset"])
+                windows[name][placed] = piece
+    return checkpoint, shape, windows

@@ -205,6 +205,13 @@ class Solver:
         ``time`` among them), on any number of ranks."""
         raise NotImplementedError
 
+    def restore_interpolated(self, path):
+        """Continue from checkpoint ``path`` of another grid, interpolated onto this
+        solver's (collective); returns the checkpoint's description. ConfigError for a
+        solver that restarts only on its own grid."""
+        raise ConfigError(f"--interpolate: solver {type(self).__name__} restarts only on the "
+                          "grid it wrote")
+
     def layout(self) -> dict:
         """How the problem is laid out (grid, process grid, cells), for the run's summary."""
         return {}

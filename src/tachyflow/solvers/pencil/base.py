@@ -435,6 +435,18 @@ class PencilSolver(Solver):
         pencil = self.decomposition.pencils["y"]
         return PieceLayout(self.decomposition.global_shape, pencil.start, pencil.shape)
 
+    def restore_interpolated(self, path):
+        """Continue from checkpoint ``path`` of another grid of this case (other cells),
+        its fields interpolated linearly onto this grid, then projected (collective;
+        :mod:`tachyflow.solvers.pencil.regrid`)."""
+        from tachyflow.solvers.pencil import regrid
+
+        checkpoint, pieces = regrid.read_onto(self, path)
+        self.restore_state(pieces, {"step": checkpoint.step, "time": checkpoint.time,
+                                    **checkpoint.scalars})
+        self.project()
+        return checkpoint
+
     def layout(self) -> dict:
         """Grid and process grid."""
         return {
