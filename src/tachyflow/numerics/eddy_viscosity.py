@@ -247,51 +247,71 @@ def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  
     masked = fluid.shape[0] > 0
     totals = np.zeros((nx, 4))
     for i in prange(1, nx + 1):
-        filtered, widths = np.empty(PARTS), np.empty(3)
+        # The filter is separable: each part's rows filtered along z first (for the x and
+        # y neighbours the filter takes), then combined: a few passes over contiguous rows
+        # instead of 27 scattered reads per part and cell.
+        along_z = np.zeros((PARTS, 3, 3, nz))
+        filtered = np.empty((PARTS, nz))
+        widths, cell = np.empty(3), np.empty(PARTS)
         g, work, strain = np.empty((3, 3)), np.empty((3, 3)), np.empty(6)
-        row = np.zeros(4)
+        row_totals = np.zeros(4)
         for j in range(1, ny + 1):
-            for m in range(3):
-                widths[m] = scale[m] * widths_of_rows[j - 1, m]
-            weight = weights[j - 1]
-            for k in range(1, nz + 1):
-                if masked and not fluid[i - 1, j - 1, k - 1]:
-                    continue
-                for c in range(PARTS):
+            for c in range(PARTS):
+                for a in range(3):
+                    if filters[0, a] == 0.0:
+                        continue
+                    for b in range(3):
+                        if filters[1, b] == 0.0:
+                            continue
+                        line = parts[c, i + a - 1, j + b - 1]
+                        for k in range(nz):
+                            along_z[c, a, b, k] = (filters[2, 0] * line[k]
+                                                   + filters[2, 1] * line[k + 1]
+                                                   + filters[2, 2] * line[k + 2])
+                for k in range(nz):
                     total = 0.0
                     for a in range(3):
                         for b in range(3):
-                            along = filters[0, a] * filters[1, b]
-                            if along == 0.0:  # an unfiltered direction's two sides
-                                continue
-                            for d in range(3):
-                                total += (along * filters[2, d]
-                                          * parts[c, i + a - 1, j + b - 1, k + d - 1])
-                    filtered[c] = total
-                for a in range(3):
-                    for b in range(3):
-                        g[a, b] = filtered[3 * a + b]
-                resolved = 0.0
-                for a in range(3):
-                    for b in range(3):
-                        resolved += g[a, b] * g[a, b]
-                vreman = vreman_value(g, widths, 1.0, work)
-                leonard, model = 0.0, 0.0
-                for p in range(6):
-                    a, b = PAIRS[p, 0], PAIRS[p, 1]
-                    strain[p] = 0.5 * (g[a, b] + g[b, a])
-                    twice = 1.0 if a == b else 2.0  # the symmetric pair's other half
-                    leonard += twice * strain[p] * (
-                        filtered[PRODUCTS + p] - filtered[VELOCITY + a] * filtered[VELOCITY + b])
-                    model += twice * strain[p] * (vreman * strain[p] - filtered[MODEL_STRAINS + p])
-                row[0] += weight * leonard
-                row[1] += weight * model
-                row[2] += weight * (filtered[SQUARED] - resolved)
-                row[3] += weight * (filtered[DISSIPATION] - vreman * _strain_squared(g))
+                            total += filters[0, a] * filters[1, b] * along_z[c, a, b, k]
+                    filtered[c, k] = total
+            for m in range(3):
+                widths[m] = scale[m] * widths_of_rows[j - 1, m]
+            weight = weights[j - 1]
+            for k in range(nz):
+                if masked and not fluid[i - 1, j - 1, k]:
+                    continue
+                for c in range(PARTS):
+                    cell[c] = filtered[c, k]
+                _add_cell_sums(cell, widths, weight, g, work, strain, row_totals)
         for n in range(4):
-            totals[i - 1, n] = row[n]
+            totals[i - 1, n] = row_totals[n]
     for n in range(4):
         sums[n] = totals[:, n].sum()
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _add_cell_sums(filtered, widths, weight, g, work, strain, totals):  # pragma: no cover
+    # One cell's shares of the four global sums from its filtered parts.
+    for a in range(3):
+        for b in range(3):
+            g[a, b] = filtered[3 * a + b]
+    resolved = 0.0
+    for a in range(3):
+        for b in range(3):
+            resolved += g[a, b] * g[a, b]
+    vreman = vreman_value(g, widths, 1.0, work)
+    leonard, model = 0.0, 0.0
+    for p in range(6):
+        a, b = PAIRS[p, 0], PAIRS[p, 1]
+        strain[p] = 0.5 * (g[a, b] + g[b, a])
+        twice = 1.0 if a == b else 2.0  # the symmetric pair's other half
+        leonard += twice * strain[p] * (
+            filtered[PRODUCTS + p] - filtered[VELOCITY + a] * filtered[VELOCITY + b])
+        model += twice * strain[p] * (vreman * strain[p] - filtered[MODEL_STRAINS + p])
+    totals[0] += weight * leonard
+    totals[1] += weight * model
+    totals[2] += weight * (filtered[SQUARED] - resolved)
+    totals[3] += weight * (filtered[DISSIPATION] - vreman * _strain_squared(g))
 
 
 def row_global_sums(parts: np.ndarray, widths: np.ndarray, weights: np.ndarray, filtered,
