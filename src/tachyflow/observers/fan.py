@@ -14,7 +14,9 @@ and the fluid's force and moment on the computed blades scaled to the whole roto
   efficiency ``η = Q Δp / P`` (static), with ρ = 1.
 
 ``fan.json`` averages them over the second half of the records (and gives the
-blade-passing frequency ``N Ω / 2π``); the plot shows their histories.
+blade-passing frequency ``N Ω / 2π``); the plot shows their histories with that window
+shaded and its means, the axes fitted to the window (a start-up spike beyond them is
+said so).
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ PERFORMANCE = (
     "thrust", "torque", "power", "pressure_rise", "flow_coefficient",
     "pressure_coefficient", "efficiency",
 )
+
+
+def window_range(values: np.ndarray, first: int, margin: float = 0.5) -> tuple[float, float]:
+    """The y-axis range of a load history: that of ``values[first:]`` (the averaging
+    window) widened by ``margin`` of its span on each side, so that a start-up spike
+    does not squash what is averaged (a constant window gets a span of its own size)."""
+    window = np.asarray(values, dtype=np.float64)[first:]
+    window = window[np.isfinite(window)]
+    if window.size == 0:
+        return -1.0, 1.0
+    low, high = float(window.min()), float(window.max())
+    span = high - low or max(abs(high), 1e-12)
+    return low - margin * span, high + margin * span
 
 
 @register
@@ -105,7 +120,8 @@ class FanPerformance(BodyLoads):
 
         if len(self._history) < 4:
             return
-        time = [row["time"] for row in self._history]
+        time = np.array([row["time"] for row in self._history])
+        first = len(self._history) // 2  # the averaging window: the second half
         figure, axes = new_subplots(3, 1, figsize=(8, 8), sharex=True)
         for axis, key, label in zip(
             axes,
@@ -113,9 +129,19 @@ class FanPerformance(BodyLoads):
             ("thrust", "shaft torque", "static pressure rise"),
             strict=True,
         ):
-            axis.plot(time, [row[key] for row in self._history])
+            values = np.array([row[key] for row in self._history])
+            axis.plot(time, values)
+            axis.axvspan(time[first], time[-1], color="C1", alpha=0.12,
+                         label="averaged (fan.json)")
+            axis.axhline(self.performance[key], color="C1", ls="--", lw=1,
+                         label=f"mean {self.performance[key]:.4g}")
+            low, high = window_range(values, first)
+            axis.set_ylim(low, high)
+            if values.min() < low or values.max() > high:
+                axis.set_title("the start-up beyond the axis", fontsize=8, loc="right")
             axis.set_ylabel(label)
             axis.grid(alpha=0.3)
+            axis.legend(fontsize=7, loc="upper right")
         axes[-1].set_xlabel("time")
         rotor = self.rotor
         figure.suptitle(f"{rotor.blades} blades at Ω = {rotor.rotation:g} (loads are steady "
