@@ -48,6 +48,9 @@ from tachyflow.parallel import agreement
 from tachyflow.parallel.pieces import gather_small
 from tachyflow.solvers.base import restartable, solver_class
 
+#: The fraction of its largest value at which an adaptive time step has collapsed.
+COLLAPSED = 1e-6
+
 
 class Simulation:
     """Runs one case into an output folder.
@@ -121,6 +124,7 @@ class Simulation:
             self._restore(restart)
         self.first_step = self.solver.steps
         self.dt = self.cfl = self.step_seconds = 0.0
+        self._largest_dt = 0.0
         self.steps_to_run = 0
         self._log = None
         self._log_problem: OSError | None = None  # a line rank 0 could not write
@@ -215,8 +219,20 @@ class Simulation:
         agreement.agree(self.comm, problem or self._log_problem)
 
     def _check(self, dt: float) -> float:
-        """Stop with SimulationDiverged on non-finite values or a CFL beyond the limit."""
+        """Stop with SimulationDiverged on non-finite values, a CFL beyond the limit, or an
+        adaptive time step collapsed to :data:`COLLAPSED` of its largest in this run (a
+        velocity growing without bound keeps the CFL number at its target by shrinking
+        the step, and would never reach infinity)."""
         self._check_finite()
+        if self.config.time.dt == 0:
+            self._largest_dt = max(self._largest_dt, dt)
+            if dt < COLLAPSED * self._largest_dt:
+                raise SimulationDiverged(
+                    f"the time step collapsed to {dt:.3g}, {dt / self._largest_dt:.1e} of its "
+                    f"largest in this run ({self._largest_dt:.3g}): the velocity grows without "
+                    "bound",
+                    step=self.solver.steps, time=self.solver.time, field="u",
+                )
         cfl = self.solver.cfl_number(dt)
         if cfl > self.config.time.max_cfl:
             raise SimulationDiverged(
