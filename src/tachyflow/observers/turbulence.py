@@ -11,7 +11,8 @@ the planes of constant wall-normal coordinate:
   ``profiles.csv`` (one row per station), ``statistics.json`` (u_tau, Re_tau, C_f,
   U_c / U_b — null without walls —, the averaging window, samples) and
   ``images/profiles.png`` (U+ against y+ with the law of the wall, rms profiles, the shear
-  stress budget);
+  stress budget); in a large-eddy simulation ``profiles.csv`` also has each station's
+  mean ν_t / ν (``nu_t_over_nu``);
 - with ``homogeneous = []`` every cell also keeps its own running mean and variance
   (Welford), written as mean and rms fields (``statistics/fields.pvd``: a ``.pvtr`` of
   one piece per rank per output; the profiles then average a flow that need not be
@@ -64,6 +65,8 @@ class TurbulenceStatistics(Observer):
                        "end_step": None, "samples": 0}
         self._field_files = None  # VTKFieldWriter of the mean and rms fields
         self._written = None  # the step of the last output
+        # A large-eddy simulation's mean ν_t per station (its solver has the "nu_t" field).
+        self.eddy_viscosity: np.ndarray | None = None
 
     @classmethod
     def from_case(cls, config, options):
@@ -87,6 +90,8 @@ class TurbulenceStatistics(Observer):
         if self.keeps_cells and not self.cells:
             shape = (len(VARIABLES), *run.solver.piece_layout().shape)
             self.cells = {"mean": np.zeros(shape), "m2": np.zeros(shape)}
+        if "nu_t" in run.solver.fields and self.eddy_viscosity is None:
+            self.eddy_viscosity = np.zeros(run.solver.grid.shape[1])
 
     def observe(self, run) -> None:
         solver = run.solver
@@ -102,6 +107,11 @@ class TurbulenceStatistics(Observer):
         self._sample_planes(solver.decomposition, values)
         if self.keeps_cells:
             self._sample_cells(values)
+        if self.eddy_viscosity is not None:  # the running mean of each station's plane
+            decomposition, eddy = solver.decomposition, solver.cell_field("nu_t")
+            count = decomposition.sum(eddy.shape[0] * eddy.shape[2])
+            plane = decomposition.sum_arrays(eddy.sum(axis=(0, 2))) / max(count, 1.0)
+            self.eddy_viscosity += (plane - self.eddy_viscosity) / (self.window["samples"] + 1)
         window = self.window
         if window["samples"] == 0:
             window["start_time"], window["start_step"] = solver.time, solver.steps
@@ -137,6 +147,8 @@ class TurbulenceStatistics(Observer):
             [np.nan if value is None else value for value in self.window.values()], float
         )
         replicated = {**self.moments.as_arrays(), "window": window}
+        if self.eddy_viscosity is not None:
+            replicated["eddy_viscosity"] = self.eddy_viscosity
         pieces = {f"{key}_{name}": self.cells[key][index] for key in self.cells
                   for index, name in enumerate(VARIABLES)}
         return ObserverState(replicated=replicated, pieces=pieces)
@@ -147,6 +159,8 @@ class TurbulenceStatistics(Observer):
             counted = key.endswith("step") or key == "samples"  # integers, stored as floats
             self.window[key] = None if np.isnan(value) else int(value) if counted else value
         self.moments = Moments.from_arrays(state.replicated)
+        if "eddy_viscosity" in state.replicated:
+            self.eddy_viscosity = np.array(state.replicated["eddy_viscosity"])
         if self.keeps_cells:
             if not state.pieces:  # the same on every rank: the checkpoint's global arrays
                 raise ConfigError(
@@ -195,6 +209,8 @@ class TurbulenceStatistics(Observer):
         table.update({name: covariance[a, b] for name, (a, b) in STRESSES.items()})
         for index, name in enumerate(VARIABLES):
             table[f"{name}_rms"] = np.sqrt(np.maximum(covariance[index, index], 0.0))
+        if self.eddy_viscosity is not None:
+            table["nu_t_over_nu"] = self.eddy_viscosity / nu
         for kind, values in (("skewness", moments.skewness()), ("flatness", moments.flatness())):
             for index, name in enumerate(VARIABLES[:3]):
                 table[f"{name}_{kind}"] = values[index]
