@@ -249,7 +249,13 @@ class TriangulatedBody(Body):
     signed distance from trimesh; scaled by ``scale`` then moved by ``offset``. Further
     than 5 % of its size from its bounding box, :meth:`level` is the distance to the box.
 
-    Raises ValueError when the surface is not watertight (inside would be undefined).
+    An inside-out surface (every triangle wound clockwise seen from outside: a negative
+    enclosed volume) is turned right side out with a warning: trimesh's sign of the
+    distance comes from the triangles' normals, so it would put the fluid inside.
+
+    Raises ValueError naming the surface and its defect when it has no triangles, is not
+    watertight, its triangles' windings disagree, it encloses no volume, or an edge
+    pierces a triangle (a self-intersection: inside would be undefined in all of these).
     """
 
     def __init__(self, surface, scale: float = 1.0, offset=(0.0, 0.0, 0.0), motion=None):
@@ -258,9 +264,7 @@ class TriangulatedBody(Body):
         mesh = surface if isinstance(surface, trimesh.Trimesh) else trimesh.load(
             surface, force="mesh"
         )
-        if not mesh.is_watertight:
-            raise ValueError(f"surface {surface!r} is not closed (watertight): no inside")
-        mesh = mesh.copy()
+        mesh = _sound_surface(mesh.copy(), surface)
         mesh.apply_scale(_positive("scale", scale))
         mesh.apply_translation(np.asarray(offset, dtype=float))
         self.mesh = mesh
@@ -279,6 +283,73 @@ class TriangulatedBody(Body):
         if near.any():  # trimesh: positive inside
             result[near] = -trimesh.proximity.signed_distance(self.mesh, points[near])
         return result
+
+
+def _sound_surface(mesh, name):
+    """``mesh`` checked for an inside (see :class:`TriangulatedBody`), turned right side out
+    when inside-out; ``name`` names it in the messages."""
+    import warnings
+
+    if len(mesh.faces) == 0:
+        raise ValueError(f"surface {name!r} has no triangles")
+    if not mesh.is_watertight:
+        raise ValueError(f"surface {name!r} is not closed (watertight): no inside")
+    if not mesh.is_winding_consistent:
+        raise ValueError(f"surface {name!r} has triangles wound against their neighbours "
+                         "(some flipped): no consistent inside")
+    extent = float(np.max(mesh.extents))
+    with np.errstate(invalid="ignore", divide="ignore"):  # trimesh's centre of a flat one
+        volume = float(mesh.volume)
+    # Relative to the bounding cube: round-off of a flat surface's volume is ~1e-16 of it.
+    if not extent > 0 or abs(volume) <= 1e-9 * extent**3:
+        raise ValueError(f"surface {name!r} encloses no volume (flat or degenerate: "
+                         f"{volume:.3g} in a box {extent:.3g} wide)")
+    crossings = _edge_crossings(mesh)
+    if crossings:
+        raise ValueError(f"surface {name!r} intersects itself ({crossings} edge(s) pierce "
+                         "its triangles): no single inside")
+    if volume < 0:
+        warnings.warn(f"surface {name!r} is inside out (its triangles wound clockwise seen "
+                      f"from outside, volume {volume:.3g}): turned right side out",
+                      stacklevel=3)
+        mesh.invert()
+    return mesh
+
+
+def _edge_crossings(mesh) -> int:
+    """How many (edge, triangle) pairs of ``mesh`` cross, the triangle not one of the edge's
+    own: the edge passes through its interior. Candidates come from the triangles' R-tree
+    (one bounding-box query per edge), so the cost grows as n log n; coplanar overlaps
+    are not seen."""
+    edges = mesh.edges_unique
+    start, end = mesh.vertices[edges[:, 0]], mesh.vertices[edges[:, 1]]
+    ids, counts = mesh.triangles_tree.intersection_v(np.minimum(start, end),
+                                                     np.maximum(start, end))
+    edge = np.repeat(np.arange(len(edges)), np.asarray(counts, dtype=np.int64))
+    triangle = np.asarray(ids, dtype=np.int64)
+    corners = mesh.faces[triangle]
+    shared = ((corners == edges[edge, :1]) | (corners == edges[edge, 1:])).any(axis=1)
+    edge, triangle = edge[~shared], triangle[~shared]
+    if edge.size == 0:
+        return 0
+    # Moller-Trumbore for segments: strictly between the edge's ends, on the triangle or its
+    # border (in a sound surface an edge meets only the triangles around its two ends).
+    a, b, c = (mesh.triangles[triangle, k] for k in range(3))
+    origin, direction = start[edge], end[edge] - start[edge]
+    side1, side2 = b - a, c - a
+    normal_ish = np.cross(direction, side2)
+    determinant = np.einsum("ij,ij->i", side1, normal_ish)
+    scale = np.linalg.norm(side1, axis=1) * np.linalg.norm(normal_ish, axis=1)
+    valid = np.abs(determinant) > 1e-12 * scale
+    inverse = np.divide(1.0, determinant, out=np.zeros_like(determinant), where=valid)
+    offset = origin - a
+    u = np.einsum("ij,ij->i", offset, normal_ish) * inverse
+    across = np.cross(offset, side1)
+    v = np.einsum("ij,ij->i", direction, across) * inverse
+    t = np.einsum("ij,ij->i", side2, across) * inverse
+    eps = 1e-9
+    cut = valid & (u > -eps) & (v > -eps) & (u + v < 1 + eps) & (t > eps) & (t < 1 - eps)
+    return int(np.count_nonzero(cut))
 
 
 def level_and_owner(bodies, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -193,14 +193,78 @@ class SurfaceShape(BodyShape):
 
     @classmethod
     def build(cls, section, config, folder):
+        """The surface of ``file`` checked for an inside (see
+        :class:`~tachyflow.numerics.immersed.TriangulatedBody`: an inside-out one is turned
+        with a warning) and against the domain (:func:`_check_placement`); ConfigError
+        naming the body, the file and the defect."""
         path = Path(section.file)
         path = path if path.is_absolute() else folder / path
         if not path.is_file():
             raise ConfigError(f"immersed.body '{section.name}': no surface file {str(path)!r}")
         try:
-            return immersed.TriangulatedBody(path, section.scale, section.offset, _motion(section))
+            body = immersed.TriangulatedBody(
+                str(path), section.scale, section.offset, _motion(section)
+            )
+            _check_placement(body, config, str(path))
         except ValueError as error:
             raise ConfigError(f"immersed.body '{section.name}': {error}") from None
+        return body
+
+
+def _check_placement(body, config, name: str) -> None:
+    """ValueError naming ``name`` when the triangulated ``body`` lies outside the case's
+    domain, is less than a cell across along an axis the grid resolves it on, or encloses
+    the whole domain (no fluid). Cartesian domain: the box [0, L]; cylindrical: x along
+    its length and a body further from the axis than the outer radius."""
+    import numpy as np
+
+    lower, upper = body.mesh.bounds
+    if config.case.solver == "cylindrical":
+        cylinder = config.cylinder
+        # The nearest the body's bounding box comes to the x axis.
+        gap = np.hypot(max(0.0, lower[1], -upper[1]), max(0.0, lower[2], -upper[2]))
+        if upper[0] <= 0 or lower[0] >= cylinder.length or gap >= cylinder.radius:
+            raise ValueError(f"surface {name!r} lies outside the domain (0 <= x <= "
+                             f"{cylinder.length:g}, r <= {cylinder.radius:g}): its bounds "
+                             f"are {lower.round(6).tolist()} to {upper.round(6).tolist()}")
+        faces = {"x": np.linspace(0.0, cylinder.length, config.grid.cells[0] + 1)}
+        sector = 2 * np.pi / cylinder.sectors
+        x, theta = np.meshgrid([0.0, cylinder.length], [0.0, 0.5 * sector, sector])
+        radius = np.full(x.size, float(cylinder.radius))
+        probes = np.column_stack([x.ravel(), radius * np.cos(theta.ravel()),
+                                  radius * np.sin(theta.ravel())])
+        middle = 0.5 * (cylinder.radius + cylinder.inner_radius)
+        probes = np.vstack([probes, [0.5 * cylinder.length, middle * np.cos(0.5 * sector),
+                                     middle * np.sin(0.5 * sector)]])
+    else:
+        from tachyflow.numerics.grid import StaggeredGrid
+
+        grid = StaggeredGrid.from_section(config.grid)
+        lengths = np.asarray(grid.lengths, dtype=float)
+        if np.any(upper <= 0) or np.any(lower >= lengths):
+            raise ValueError(f"surface {name!r} lies outside the domain [0, "
+                             f"{lengths.tolist()}]: its bounds are "
+                             f"{lower.round(6).tolist()} to {upper.round(6).tolist()}")
+        faces = {
+            "x": np.linspace(0.0, lengths[0], grid.shape[0] + 1),
+            "y": grid.faces_y,
+            "z": np.linspace(0.0, lengths[2], grid.shape[2] + 1),
+        }
+        corners = np.array(np.meshgrid(*[[0.0, length] for length in lengths]))
+        probes = np.vstack([corners.reshape(3, -1).T, 0.5 * lengths])
+    for axis, (name_of_axis, edges) in enumerate(faces.items()):
+        # The cells the body's extent overlaps, the widest of them (a stretched y).
+        first = max(np.searchsorted(edges, lower[axis], side="right") - 1, 0)
+        last = min(np.searchsorted(edges, upper[axis], side="left"), len(edges) - 1)
+        width = float(np.diff(edges[first:last + 1]).max(initial=0.0))
+        across = float(upper[axis] - lower[axis])
+        if across < width:
+            raise ValueError(f"surface {name!r} is {across:.3g} across in {name_of_axis}, "
+                             f"less than a cell there ({width:.3g}): the grid cannot "
+                             "resolve it")
+    if np.all(body.level(probes) < 0):
+        raise ValueError(f"surface {name!r} encloses the whole domain (its corners and "
+                         "centre are inside it): no fluid is left")
 
 
 def from_case(config) -> list[immersed.Body]:
