@@ -367,6 +367,35 @@ def keep_freed_memory(largest: int) -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, value)) and bool(mallopt(M_TRIM_THRESHOLD, value))
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this node can still give: psutil's ``available`` where psutil is
+    installed, else ``MemAvailable`` of ``/proc/meminfo``; None where neither is known."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        return int(psutil.virtual_memory().available)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def require_memory(needed: int, what: str) -> None:
+    """ConfigError in one line when ``what`` (the sizes asked for, named as the user gave
+    them) would need more than the ``needed`` bytes this node has available; nothing where
+    the available memory is unknown. Not collective: under MPI decide on one rank
+    (``parallel.agreement.on_root``), the ranks' figures differ."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ConfigError(f"{what} would need about {needed / 2**30:,.1f} GiB of memory; "
+                          f"this node has {available / 2**30:,.1f} GiB available")
+
+
 def world():
     """``MPI.COMM_WORLD``, initialising MPI on first use."""
     return initialise_mpi()

@@ -400,23 +400,12 @@ def _peak_memory(comm) -> dict:
     }
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory this node can still give (MemAvailable), None where unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _check_memory(solver, config: Config, ranks: int) -> None:
     """Refuse, before allocating, a case that cannot fit: what it needs per rank, what this
     node has, and a rank count that would fit on nodes like it (one rank per core)."""
     import os
 
-    estimate, available = solver.memory_per_rank(config, ranks), _available_memory()
+    estimate, available = solver.memory_per_rank(config, ranks), runtime.available_memory()
     if estimate is None or available is None:
         return
     each, root = estimate

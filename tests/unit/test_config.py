@@ -2,7 +2,7 @@ import typing
 
 import pytest
 
-from tachyflow import config
+from tachyflow import config, runtime
 from tachyflow.acoustics.options import AcousticsSection, parse_observers
 from tachyflow.errors import ConfigError
 
@@ -151,7 +151,7 @@ def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch)
     from tachyflow import simulation
     from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
 
-    monkeypatch.setattr(simulation, "_available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr(runtime, "available_memory", lambda: 8 * 2**30)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     fits = config.parse("[grid]\ncells = [64, 64, 64]\n", "small.toml")
     simulation._check_memory(IncompressibleSolver, fits, 2)
@@ -162,7 +162,7 @@ def test_a_case_too_large_for_the_node_is_refused_before_allocating(monkeypatch)
     huge = config.parse("[grid]\ncells = [4096, 4096, 4096]\n", "huge.toml")
     with pytest.raises(ConfigError, match=r"on nodes like this one \(2 cores\), 2048 ranks"):
         simulation._check_memory(IncompressibleSolver, huge, 4)
-    monkeypatch.setattr(simulation, "_available_memory", lambda: 2**29)  # less than 2 ranks
+    monkeypatch.setattr(runtime, "available_memory", lambda: 2**29)  # less than 2 ranks
     with pytest.raises(ConfigError, match="no rank count fits on nodes like this one"):
         simulation._check_memory(IncompressibleSolver, fits, 2)
 

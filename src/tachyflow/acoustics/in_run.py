@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow import collectives
+from tachyflow import collectives, runtime
 from tachyflow.acoustics import surfaces
-from tachyflow.acoustics.fwh import FWHSolver
+from tachyflow.acoustics.fwh import FWHSolver, memory_needed
 from tachyflow.acoustics.options import AcousticsSection
 from tachyflow.acoustics.results import arc_observers, write_results
 from tachyflow.acoustics.sources import PermeableSourceTerms
@@ -56,6 +56,28 @@ def build_surface(section: AcousticsSection, base: Path) -> surfaces.Surface:
         return surfaces.box(section.lower, section.upper, section.spacing)
     mesh = Path(section.mesh)
     return surfaces.from_mesh(mesh if mesh.is_absolute() else base / mesh)
+
+
+def planned_panels(section: AcousticsSection) -> int | None:
+    """About how many panels ``section``'s sphere, cylinder or box will have, before they
+    are made; None for a mesh file (its panels are counted once read)."""
+    if section.surface in ("sphere", "cylinder"):
+        return section.panels
+    if section.surface == "box":
+        x, y, z = np.subtract(section.upper, section.lower)
+        return int(2 * (x * y + y * z + z * x) / section.spacing**2)
+    return None
+
+
+def check_memory(section: AcousticsSection, panels: int, comm) -> None:
+    """ConfigError when ``section``'s observers, samples and ``panels`` panels would not
+    fit in this node's memory on ``comm``'s ranks (collective: rank 0 decides)."""
+    count = len(section.observers) + (section.arc_count if section.arc_radius > 0 else 0)
+    ranks = comm.Get_size()
+    needed = memory_needed(count, section.samples, panels, section.interpolation, ranks)
+    what = (f"[acoustics]: {count:,} observers x {section.samples:,} samples from "
+            f"{panels:,} panels on {ranks} rank(s)")
+    agreement.on_root(comm, lambda: runtime.require_memory(needed, what))
 
 
 def observers_of(section: AcousticsSection) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -122,7 +144,12 @@ class InRunAcoustics:
         self.decomposition = decomposition = solver.decomposition
         self.solver = solver
         self.folder = Path(output) / "acoustics"
+        planned = planned_panels(section)
+        if planned is not None:  # before a sphere's, cylinder's or box's panels are made
+            check_memory(section, planned, decomposition.comm)
         self.surface = build_surface(section, Path(base))
+        if planned is None:
+            check_memory(section, self.surface.areas.size, decomposition.comm)
         self.names, observers, self.arc_angles = observers_of(section)
         count = self.surface.areas.size
         rank, size = decomposition.rank, decomposition.size

@@ -38,10 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tachyflow.acoustics.fwh import FWHSignals, FWHSolver
+from tachyflow import runtime
+from tachyflow.acoustics.fwh import OBSERVER_BYTES, FWHSignals, FWHSolver, memory_needed
 from tachyflow.acoustics.results import arc_observers
 from tachyflow.errors import ConfigError
 from tachyflow.io.surface_series import read_surface_series
+from tachyflow.parallel import agreement
 
 REQUIRED = ("times", "positions", "normals", "areas", "surface_velocity", "pressure")
 
@@ -61,10 +63,11 @@ class ObserverSetup:
     interpolation: str
 
 
-def read_observers(path) -> ObserverSetup:
+def read_observers(path, comm=None) -> ObserverSetup:
     """Parse and check an observers file (:func:`~tachyflow.acoustics.options.
     parse_observers`: the same strict schema and defaults as ``[acoustics]``; ConfigError
-    naming the key and file)."""
+    naming the key and file, also when its observers would not fit in memory: decided on
+    rank 0 of ``comm`` when given, collective then)."""
     from tachyflow.acoustics.options import parse_observers
 
     path = Path(path)
@@ -73,6 +76,8 @@ def read_observers(path) -> ObserverSetup:
     except OSError as error:
         raise ConfigError(f"cannot read observers file {str(path)!r}: {error}") from None
     document = parse_observers(text, str(path))
+    count = len(document.observer) + (document.arc.count if document.arc.radius > 0 else 0)
+    _require(comm, count * OBSERVER_BYTES, f"{path}: {count:,} observers")
     names = [point.name or f"observer-{index}" for index, point in enumerate(document.observer)]
     positions = [list(point.position) for point in document.observer]
     angles = np.zeros(0)
@@ -87,6 +92,24 @@ def read_observers(path) -> ObserverSetup:
         names, np.array(positions), angles, document.c0, document.rho0, document.permeable,
         document.samples, document.time_order, document.interpolation,
     )
+
+
+def check_memory(setup: ObserverSetup, panels: int, source, comm=None) -> None:
+    """ConfigError naming ``source`` (the observers file) when predicting ``setup``'s
+    observers from ``panels`` panels on ``comm``'s ranks (one node) would not fit in
+    memory (:func:`~tachyflow.acoustics.fwh.memory_needed`; collective with ``comm``)."""
+    ranks = 1 if comm is None else comm.Get_size()
+    count = len(setup.names)
+    needed = memory_needed(count, setup.samples, panels, setup.interpolation, ranks)
+    _require(comm, needed, f"{source}: {count:,} observers x {setup.samples:,} samples "
+             f"from {panels:,} panels on {ranks} rank(s)")
+
+
+def _require(comm, needed: int, what: str) -> None:
+    if comm is None:
+        runtime.require_memory(needed, what)
+    else:  # the ranks' available memory differs: one decides for all
+        agreement.on_root(comm, lambda: runtime.require_memory(needed, what))
 
 
 def read_surface_data(path, permeable: bool) -> dict:

@@ -33,8 +33,9 @@ class Acoustics(Command):
         from tachyflow.parallel.pieces import panel_share
 
         comm = runtime.world()
-        setup = offline.read_observers(args.observers)
+        setup = offline.read_observers(args.observers, comm)
         data = offline.read_surface_data(args.surface, setup.permeable)
+        offline.check_memory(setup, data["areas"].size, args.observers, comm)
         window = offline.observer_window(data, setup.positions, setup.c0, setup.samples)
         share = panel_share(data["areas"].size, comm.Get_rank(), comm.Get_size())
         solver = FWHSolver(

@@ -77,6 +77,7 @@ class Grid(Command):
             levels = [args.level] if args.levels is None else _levels(args.levels)
             wanted = sorted({*levels, args.level})
             finest = min(args.finest_level, wanted[0])  # one march: every level nests
+            _check_memory(args, finest)
             grids = {level: _generate(args, level, finest) for level in wanted}
         except ValueError as error:
             raise ConfigError(str(error)) from None
@@ -120,6 +121,29 @@ def _cells(text: str) -> tuple[int, int]:
     if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
         raise ValueError(f"--cells must look like NIxNJ (e.g. 280x64), got {text!r}")
     return int(parts[0]), int(parts[1])
+
+
+# Peak bytes per point of level 0 (its grid, quality and exports) and per point of a finer
+# level marched: measured 475 and 92 at 1120 x 256 cells (finest level 0 and -1).
+BYTES_PER_POINT, BYTES_PER_FINER_POINT = 512, 128
+
+
+def _check_memory(args, finest_level: int) -> None:
+    """ConfigError in one line, before anything is allocated, when the grid of ``--cells``
+    (marched from ``finest_level``) would not fit in this node's memory."""
+    from pathlib import Path
+
+    from tachyflow import runtime
+    from tachyflow.io.grid_files import GRID_FILE_SUFFIXES
+
+    if args.case is not None or Path(args.section).suffix.lower() in GRID_FILE_SUFFIXES:
+        return  # a case's grid is checked by the case, a file's is the file's size
+    ni, nj = _cells(args.cells)
+    points = (ni + 1) * (nj + 1)
+    finer = sum(4**-level for level in range(finest_level, 0))  # each level 4x the next
+    needed = points * (BYTES_PER_POINT + BYTES_PER_FINER_POINT * finer)
+    runtime.require_memory(needed, f"grid {args.section} --cells {args.cells} "
+                           f"({points:,} points, finest level {finest_level})")
 
 
 def _generate(args, level: int, finest_level: int):
