@@ -92,11 +92,18 @@ def crossing_bars():  # no corner of either inside the other: only an edge test 
                                      trimesh.creation.box((0.2, 1.2, 0.3))])
 
 
+def one_part_reversed():
+    reversed_cube = cube().apply_translation((0.8, 0.0, 0.0))
+    reversed_cube.invert()
+    return trimesh.util.concatenate([trimesh.creation.box((0.7, 0.7, 0.7)), reversed_cube])
+
+
 @pytest.mark.parametrize(("mesh", "scale", "offset", "defect"), [
     (open_box, 1.0, (1, 1, 1), "is not closed (watertight)"),
     (flipped_face, 1.0, (1, 1, 1), "triangles wound against their neighbours"),
     (flat_tetrahedron, 1.0, (1, 1, 1), "encloses no volume"),
     (overlapping_cubes, 1.0, (1, 1, 1), "intersects itself"),
+    (one_part_reversed, 1.0, (0.7, 1, 1), "has a part inside out among right-side-out ones"),
     (crossing_bars, 1.0, (1, 1, 1), "intersects itself"),
     (cube, 1.0, (5, 1, 1), "lies outside the domain"),
     (cube, 1.0, (1, -0.5, 1), "lies outside the domain"),
@@ -115,3 +122,8 @@ def test_a_sound_body_across_a_boundary_and_separate_parts_are_accepted(tmp_path
     parts = trimesh.util.concatenate([cube(), cube().apply_translation((0.8, 0.0, 0.0))])
     assert build(written(tmp_path, parts), offset=(0.7, 1.0, 1.0))
     assert build(written(tmp_path, cube(), "edge.stl"), offset=(0.1, 1.0, 1.0))
+    cavity = trimesh.creation.box((0.3, 0.3, 0.3))
+    cavity.invert()  # a hollow cube: its inner wall faces the cavity
+    hollow = build(written(tmp_path, trimesh.util.concatenate([cube(), cavity]), "hollow.stl"))
+    assert hollow[0].level(np.array([[1.0, 1.0, 1.0], [1.25, 1.0, 1.0]])).tolist() == \
+        pytest.approx([0.15, -0.05])

@@ -254,8 +254,9 @@ class TriangulatedBody(Body):
     distance comes from the triangles' normals, so it would put the fluid inside.
 
     Raises ValueError naming the surface and its defect when it has no triangles, is not
-    watertight, its triangles' windings disagree, it encloses no volume, or an edge
-    pierces a triangle (a self-intersection: inside would be undefined in all of these).
+    watertight, its triangles' windings disagree, it encloses no volume, an edge pierces a
+    triangle (a self-intersection), or one of its parts is inside out without being a
+    cavity of another (inside would be undefined in all of these).
     """
 
     def __init__(self, surface, scale: float = 1.0, offset=(0.0, 0.0, 0.0), motion=None):
@@ -313,7 +314,28 @@ def _sound_surface(mesh, name):
                       f"from outside, volume {volume:.3g}): turned right side out",
                       stacklevel=3)
         mesh.invert()
+    if mesh.body_count > 1:
+        _check_parts(mesh, name)
     return mesh
+
+
+def _check_parts(mesh, name) -> None:
+    """ValueError when a part of a surface of several is inside out where it is not a
+    cavity: a part of negative volume must lie inside another part (a hollow body's
+    inner wall), else its inside would be fluid and its outside solid."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        parts = mesh.split(only_watertight=False)
+        volumes = [float(part.volume) for part in parts]
+    for index, (part, volume) in enumerate(zip(parts, volumes, strict=True)):
+        if volume >= 0:
+            continue
+        point = part.vertices[:1]
+        held = any(other.contains(point)[0] for k, other in enumerate(parts)
+                   if k != index and volumes[k] > 0)
+        if not held:
+            raise ValueError(f"surface {name!r} has a part inside out among right-side-out "
+                             f"ones (part {index + 1} of {len(parts)}, volume {volume:.3g}, "
+                             "not a cavity of another): no consistent inside")
 
 
 def _edge_crossings(mesh) -> int:
