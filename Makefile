@@ -41,6 +41,8 @@ $(VENV)/.installed-bench: $(VENV)/.installed $(VENV)/.installed-graphics
 # Peers no registry carries (2DECOMP&FFT with tachyflow's Poisson driver, CaNS, NPB 3.4 MPI),
 # built from their release archives in TACHYFLOW_PEER_SOURCES into TACHYFLOW_PEERS_BUILD,
 # outside this tree; the benchmarks find them there (exported so `make bench` sees them).
+# Without that folder, or without a peer's archive, the target fails, naming the peers not
+# built (SU2, built only from a user's own archive, excepted).
 TACHYFLOW_PEER_SOURCES ?= ../shared/peers
 TACHYFLOW_PEERS_BUILD ?= $(HOME)/.cache/tachyflow/peers
 export TACHYFLOW_PEER_SOURCES TACHYFLOW_PEERS_BUILD

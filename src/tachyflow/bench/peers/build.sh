@@ -17,7 +17,10 @@
 #   logs/<peer>.log           the full output of each build
 #
 # Idempotent: a peer whose program exists is skipped (delete BUILD to rebuild). A missing
-# archive skips that peer with a message (the benchmark then records `peers_missing`); a
+# SOURCES folder, while a peer is still to be built, fails at once in one line naming the
+# folder and those peers. A missing archive skips its peer with a message and the others are
+# built; the script then exits non-zero naming every peer skipped (their benchmarks would
+# record `peers_missing`), except SU2, which is built only when a user has its archive. A
 # failing build stops with the log's tail and a non-zero exit. Compilers: Debian's MPICH
 # (mpif90.mpich, mpicc.mpich; ABI-compatible with the mpich wheel that runs tachyflow).
 set -euo pipefail
@@ -33,11 +36,33 @@ JOBS=${JOBS:-$(nproc)}
 
 mkdir -p "$BUILD/logs" "$BUILD/bin"
 BUILD=$(cd "$BUILD" && pwd)
-SOURCES=$(cd "$SOURCES" 2>/dev/null && pwd) || {
-  echo "peers: no folder $1 with the peers' archives: nothing built" \
-    "(set TACHYFLOW_PEER_SOURCES to the folder holding them)"
-  exit 0
+# Peers skipped for want of their archive: any of them makes the exit non-zero.
+SKIPPED=()
+
+# npb_missing: the NPB programs (kernel.class) not built yet, one a line.
+npb_missing() {
+  local kernel class
+  for kernel in $NPB_KERNELS; do for class in $NPB_CLASSES; do
+    [[ -x $BUILD/NPB3.4-MPI/bin/$kernel.$class.x ]] || echo "$kernel.$class"
+  done; done
 }
+
+# joined WORD...: the words separated by ", ".
+joined() { local IFS=,; echo "${*}" | sed 's/,/, /g'; }
+
+if ! SOURCES=$(cd "$SOURCES" 2>/dev/null && pwd); then
+  wanted=()
+  [[ -x $BUILD/bin/decomp_poisson ]] || wanted+=("2DECOMP&FFT (its Poisson driver)")
+  [[ -x $BUILD/CaNS/build/cans ]] || wanted+=("CaNS")
+  [[ -z $(npb_missing) ]] || wanted+=("NPB 3.4 (kernel.class programs: $(npb_missing | wc -l))")
+  if ((${#wanted[@]} == 0)); then
+    echo "peers: every peer already built in $BUILD (no archives needed from $1)"
+    exit 0
+  fi
+  echo "peers: no folder $1 with the peers' archives: cannot build $(joined "${wanted[@]}")" \
+    "into $BUILD (set TACHYFLOW_PEER_SOURCES to the folder holding them)" >&2
+  exit 1
+fi
 for tool in "$FC" "$CC" cmake git; do
   command -v "$tool" >/dev/null || { echo "peers: $tool not found (apt-get install" \
     "gfortran mpich libmpich-dev libfftw3-dev cmake git)" >&2; exit 1; }
@@ -73,7 +98,8 @@ build_decomp() {
   findfftw=$(archive "findFFTW.tar.gz")
   if [[ -z $tarball || -z $findfftw ]]; then
     echo "peers: skipping 2DECOMP&FFT: 2decomp-fft-2.1.0.tar.gz and findFFTW.tar.gz" \
-      "are needed in $SOURCES"; return
+      "are needed in $SOURCES"
+    SKIPPED+=("2DECOMP&FFT"); return
   fi
   echo "peers: building 2DECOMP&FFT v2.1.0 (FFTW backend) and its Poisson driver ..."
   : >"$log"
@@ -111,7 +137,9 @@ build_cans() {
     echo "peers: CaNS already built ($BUILD/CaNS/build/cans)"; return
   fi
   tarball=$(archive "CaNS-*.tar.gz")
-  if [[ -z $tarball ]]; then echo "peers: skipping CaNS: no CaNS-*.tar.gz in $SOURCES"; return; fi
+  if [[ -z $tarball ]]; then
+    echo "peers: skipping CaNS: no CaNS-*.tar.gz in $SOURCES"; SKIPPED+=("CaNS"); return
+  fi
   echo "peers: building CaNS ($(basename "$tarball")) with its pinned 2decomp-fft ..."
   : >"$BUILD/logs/cans.log"
   rm -rf "$BUILD/src/CaNS" "$BUILD/CaNS"
@@ -124,13 +152,13 @@ build_cans() {
 }
 
 build_npb() {
-  local tarball npb="$BUILD/NPB3.4-MPI" kernel class missing=()
-  for kernel in $NPB_KERNELS; do for class in $NPB_CLASSES; do
-    [[ -x $npb/bin/$kernel.$class.x ]] || missing+=("$kernel.$class")
-  done; done
+  local tarball npb="$BUILD/NPB3.4-MPI" name missing
+  mapfile -t missing < <(npb_missing)
   if ((${#missing[@]} == 0)); then echo "peers: NPB already built ($npb/bin)"; return; fi
   tarball=$(archive "NPB3.4-MPI.tar.gz")
-  if [[ -z $tarball ]]; then echo "peers: skipping NPB: no NPB3.4-MPI.tar.gz in $SOURCES"; return; fi
+  if [[ -z $tarball ]]; then
+    echo "peers: skipping NPB: no NPB3.4-MPI.tar.gz in $SOURCES"; SKIPPED+=("NPB 3.4"); return
+  fi
   if [[ ! -d $npb ]]; then
     : >"$BUILD/logs/npb.log"
     unpack npb "$tarball"
@@ -153,7 +181,9 @@ build_su2() {
   fi
   tarball=$(archive "SU2-*.tar.gz")
   [[ -n $tarball ]] || tarball=$(archive "v[0-9]*.tar.gz")
-  if [[ -z $tarball ]]; then echo "peers: skipping SU2: no SU2-*.tar.gz in $SOURCES"; return; fi
+  if [[ -z $tarball ]]; then  # optional: not counted as skipped
+    echo "peers: no SU2 archive (SU2-*.tar.gz) in $SOURCES: SU2 not built (optional)"; return
+  fi
   for tool in meson ninja; do
     command -v "$tool" >/dev/null || { echo "peers: $tool not found (apt-get install" \
       "meson ninja-build)" >&2; exit 1; }
@@ -189,3 +219,8 @@ build_decomp
 build_cans
 build_npb
 build_su2
+if ((${#SKIPPED[@]})); then
+  echo "peers: not built for want of their archives in $SOURCES: $(joined "${SKIPPED[@]}")" \
+    "(their benchmarks will record peers_missing)" >&2
+  exit 1
+fi
