@@ -52,7 +52,14 @@ def _format_bandwidth(value) -> str:
     return "" if value is None else f"{value / 2**30:.2f} GiB/s"
 
 
+def _loaded(document: dict) -> bool:
+    """Whether other processes took more CPU than the threshold while it was measured."""
+    return not (document.get("machine_load") or {}).get("quiet", True)
+
+
 def _table(document: dict) -> str:
+    # A ratio taken beside other processes' load is marked where it is shown.
+    mark = " (loaded machine)" if _loaded(document) else ""
     rows = []
     for kind, entries in (("ours", document["results"]), ("peer", document["peers"])):
         for entry in entries:
@@ -64,7 +71,7 @@ def _table(document: dict) -> str:
                 _format_seconds(entry.get("median")),
                 _format_seconds(entry.get("min")),
                 _format_bandwidth(entry.get("bandwidth")),
-                "" if speedup is None else f"{speedup:.2f}x",
+                "" if speedup is None else f"{speedup:.2f}x{mark}",
             )
             rows.append(
                 "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
@@ -81,12 +88,18 @@ def _context(document: dict) -> str:
     load = machine.get("load_avg")
     versions = ", ".join(f"{k} {v}" for k, v in document.get("versions", {}).items() if v)
     missing = document.get("peers_missing", {})
+    record = document.get("machine_load")
     lines = [
         f"created {document.get('created')}, tachyflow {document.get('tachyflow')}, "
         f"git {document.get('git') or 'unknown'}",
         f"machine {machine.get('host')} ({machine.get('processor')}), "
         f"{machine.get('cores')} cores, load average "
         + (", ".join(f"{x:.2f}" for x in load) if load else "unknown"),
+        "other processes' CPU unknown (not measured)" if not record else
+        f"other processes used {record['other_cpu']:.2f} CPU on average over "
+        f"{record['window']:.1f} s (steal {record['steal']:.2f}): "
+        + ("quiet" if record["quiet"] else
+           f"LOADED (over {record['threshold']}): the ratios are not a fair comparison"),
         f"MPI: {mpi.get('library')} (MPI {mpi.get('standard')}), {mpi.get('ranks')} ranks on "
         f"{mpi.get('nodes')} node(s)",
         f"versions: {versions}",

@@ -13,6 +13,7 @@ import platform
 import socket
 import statistics
 import subprocess
+import sys
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import tachyflow
+from tachyflow.bench import load
 from tachyflow.io.files import replacing
 from tachyflow.runtime import mpi_info
 
@@ -118,8 +120,13 @@ def grid_params(decomposition, repeats: int, warmup: int, dtype: str = "float64"
 
 def new_results(benchmark: str, params: dict, comm) -> dict:
     """The common part of a results document (collective over ``comm``; ``comm=None`` in a
-    process that only launches others, which fills ``mpi`` from their results)."""
-    return {
+    process that only launches others, which fills ``mpi`` from their results).
+
+    On the process that writes it (rank 0, or the launcher), the document opens its
+    ``machine_load`` window here; :func:`write_json` closes it (:mod:`tachyflow.bench.load`).
+    """
+    measuring = comm is None or comm.Get_rank() == 0
+    document = {
         "tachyflow": tachyflow.__version__,
         "benchmark": benchmark,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -131,6 +138,9 @@ def new_results(benchmark: str, params: dict, comm) -> dict:
         "results": [],
         "peers": [],
     }
+    if measuring and (opened := load.start()) is not None:
+        document["machine_load"] = {"since": opened}
+    return document
 
 
 def _plain(value):
@@ -143,7 +153,17 @@ def _plain(value):
 
 
 def write_json(path: str | os.PathLike, document: dict) -> Path:
-    """Write ``document`` to ``path`` atomically (see :func:`replacing`)."""
+    """Write ``document`` to ``path`` atomically (see :func:`replacing`).
+
+    A results document's ``machine_load`` window is closed here
+    (:func:`tachyflow.bench.load.closing` says when): the record is stored in ``document``
+    and, when other processes took more than the threshold, one warning line goes to stderr.
+    """
+    record = document.get("machine_load")
+    if load.closing(record):
+        document["machine_load"] = load.finish(record["since"])
+        if line := load.warning(document["machine_load"]):
+            print(line, file=sys.stderr, flush=True)
     with replacing(path) as temporary:
         temporary.write_text(json.dumps(document, indent=2, default=_plain) + "\n")
     return Path(path)
