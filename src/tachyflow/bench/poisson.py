@@ -6,10 +6,14 @@ walls in y), fields in y-pencils. Verified first on an exact discrete eigenfunct
 form. The peers, on the same grid and process grid, interleaved with ours sample by sample:
 
 - 2DECOMP&FFT v2.1.0 (Fortran, FFTW), built by ``make install-bench`` and run as its own
-  MPI job (:mod:`tachyflow.bench.peers.decomp`): a Poisson solve (r2c FFT, division by the
-  eigenvalues of the second-order Laplacian, c2r; periodic in y too, since 2DECOMP&FFT has
-  no Neumann transform: the same transform work, an FFT in y where ours solves
-  tridiagonal systems) verified on an eigenfunction, and the bare r2c/c2r round trip;
+  MPI job (:mod:`tachyflow.bench.peers.decomp`): a Poisson solve, verified on an
+  eigenfunction, made of a full 3-D FFT (``decomp_2d_fft_3d``: r2c in x, c2c in y and z,
+  with the x→y→z transposes), a division by the eigenvalues of the periodic second-order
+  Laplacian, and the 3-D c2r FFT back (periodic in y too: 2DECOMP&FFT has no Neumann
+  transform); and the bare r2c/c2r round trip. That is not the work ours does: it transforms
+  in x and z only and solves tridiagonal systems in y, with transposes of its own (see
+  :class:`~tachyflow.solvers.pencil.poisson.PoissonSolver`), so the ratio compares two
+  solvers of the grid's Poisson equation, not one algorithm implemented twice;
 - mpi4py-fft's ``PFFT`` forward + backward real-to-complex transform (FFTW; all three
   directions), verified by the round trip returning its input.
 
