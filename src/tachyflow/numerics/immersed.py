@@ -259,13 +259,14 @@ class TriangulatedBody(Body):
     cavity of another (inside would be undefined in all of these).
     """
 
-    def __init__(self, surface, scale: float = 1.0, offset=(0.0, 0.0, 0.0), motion=None):
+    def __init__(self, surface, scale: float = 1.0, offset=(0.0, 0.0, 0.0), motion=None,
+                 crossings: bool = True):
         import trimesh
 
         mesh = surface if isinstance(surface, trimesh.Trimesh) else trimesh.load(
             surface, force="mesh"
         )
-        mesh = _sound_surface(mesh.copy(), surface)
+        mesh = _sound_surface(mesh.copy(), surface, crossings)
         mesh.apply_scale(_positive("scale", scale))
         mesh.apply_translation(np.asarray(offset, dtype=float))
         self.mesh = mesh
@@ -286,7 +287,7 @@ class TriangulatedBody(Body):
         return result
 
 
-def _sound_surface(mesh, name):
+def _sound_surface(mesh, name, crossings: bool = True):
     """``mesh`` checked for an inside (see :class:`TriangulatedBody`), turned right side out
     when inside-out; ``name`` names it in the messages."""
     import warnings
@@ -305,9 +306,9 @@ def _sound_surface(mesh, name):
     if not extent > 0 or abs(volume) <= 1e-9 * extent**3:
         raise ValueError(f"surface {name!r} encloses no volume (flat or degenerate: "
                          f"{volume:.3g} in a box {extent:.3g} wide)")
-    crossings = _edge_crossings(mesh)
-    if crossings:
-        raise ValueError(f"surface {name!r} intersects itself ({crossings} edge(s) pierce "
+    pierced = _edge_crossings(mesh) if crossings else 0
+    if pierced:
+        raise ValueError(f"surface {name!r} intersects itself ({pierced} edge(s) pierce "
                          "its triangles): no single inside")
     if volume < 0:
         warnings.warn(f"surface {name!r} is inside out (its triangles wound clockwise seen "

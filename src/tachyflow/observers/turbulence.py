@@ -90,7 +90,7 @@ class TurbulenceStatistics(Observer):
         if self.keeps_cells and not self.cells:
             shape = (len(VARIABLES), *run.solver.piece_layout().shape)
             self.cells = {"mean": np.zeros(shape), "m2": np.zeros(shape)}
-        if "nu_t" in run.solver.fields and self.eddy_viscosity is None:
+        if "nu_t" in getattr(run.solver, "fields", ()) and self.eddy_viscosity is None:
             self.eddy_viscosity = np.zeros(run.solver.grid.shape[1])
 
     def observe(self, run) -> None:
