@@ -33,7 +33,7 @@ def test_a_missing_reference_is_named(tmp_path):
         _reference(config.load(str(case)))
     (tmp_path / "bad.csv").write_text("y,u\n0,0\n")
     case.write_text('[statistics]\nevery = 1\nreference = "bad.csv"\n')
-    with pytest.raises(ConfigError, match="needs the columns y_plus and u_plus"):
+    with pytest.raises(ConfigError, match=r"lacks the columns \['y_plus', 'u_plus'\]"):
         _reference(config.load(str(case)))
 
 

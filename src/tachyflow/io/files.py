@@ -102,3 +102,32 @@ class AppendedTable:
         """Close ``table`` if there is one; None (for ``self._table = closed(...)``)."""
         if table is not None:
             table.close()
+
+
+def data_table(config, key: str, folder: str, name: str, columns, examples: str) -> dict:
+    """The columns of a CSV table a case names by ``key`` (``"section.option"``): a built-in
+    data set ``tachyflow/data/FOLDER/NAME.csv`` or a file (relative to the case's folder),
+    ``#`` lines left out. ConfigError for a missing file or one that lacks ``columns``;
+    ``examples`` names the built-in sets in the message."""
+    from importlib import resources
+
+    import numpy as np
+
+    from tachyflow.errors import ConfigError
+
+    built_in = resources.files("tachyflow") / "data" / folder / f"{name}.csv"
+    source = Path(config.source)
+    path = Path(name) if Path(name).is_absolute() else (
+        source.parent if source.is_file() else Path.cwd()) / name
+    path = built_in if built_in.is_file() else path
+    if not path.is_file():
+        raise ConfigError(f"{config.source}: {key!r} must be a built-in data set ({examples}) "
+                          f"or a CSV file, got {name!r}")
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    data = np.genfromtxt(lines, delimiter=",", names=True)
+    found = data.dtype.names or ()
+    missing = [column for column in columns if column not in found]
+    if missing:
+        raise ConfigError(f"{config.source}: {key} {name!r} lacks the columns {missing} (has "
+                          f"{found})")
+    return {column: np.asarray(data[column]) for column in found}

@@ -296,26 +296,13 @@ def _reference(config):
     """``(name, columns)`` of ``[statistics] reference``: a built-in data set by name
     (``tachyflow/data/channel/NAME.csv``) or a CSV file (from the case's folder); None when
     the case names none. ConfigError for a file that is not there or lacks y_plus, u_plus."""
-    from importlib import resources
-    from pathlib import Path
+    from tachyflow.io.files import data_table
 
     name = config.statistics.reference
     if not name:
         return None
-    built_in = resources.files("tachyflow") / "data" / "channel" / f"{name}.csv"
-    source = Path(config.source)
-    path = Path(name) if Path(name).is_absolute() else (
-        source.parent if source.is_file() else Path.cwd()) / name
-    path = built_in if built_in.is_file() else path
-    if not path.is_file():
-        raise ConfigError(f"{config.source}: 'statistics.reference' must be a built-in data "
-                          f"set (mkm-395) or a CSV file, got {name!r}")
-    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-    data = np.genfromtxt(lines, delimiter=",", names=True)
-    if not {"y_plus", "u_plus"} <= set(data.dtype.names or ()):
-        raise ConfigError(f"{config.source}: statistics.reference {name!r} needs the columns "
-                          f"y_plus and u_plus, has {data.dtype.names}")
-    return name, {column: np.asarray(data[column]) for column in data.dtype.names}
+    return name, data_table(config, "statistics.reference", "channel", name,
+                            ("y_plus", "u_plus"), "mkm-395")
 
 
 def _compared(reference, table: dict[str, np.ndarray]) -> dict:

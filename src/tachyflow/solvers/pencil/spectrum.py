@@ -11,13 +11,10 @@ is drawn on the x-pencils mode by mode from random numbers that depend only on t
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
-
 import numpy as np
 import scipy.fft
 
-from tachyflow.errors import ConfigError
+from tachyflow.io.files import data_table
 from tachyflow.numerics import spectra
 from tachyflow.parallel import Transposer
 
@@ -118,23 +115,10 @@ def reference_spectra(config) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     station (``E<station>`` columns; NaN where not measured), from a built-in data set
     (``tachyflow/data/isotropic/NAME.csv``) or a CSV file beside the case."""
     section = config.isotropic
-    name = section.spectrum
-    built_in = resources.files("tachyflow") / "data" / "isotropic" / f"{name}.csv"
-    source = Path(config.source)
-    path = Path(name) if Path(name).is_absolute() else (
-        source.parent if source.is_file() else Path.cwd()) / name
-    path = built_in if built_in.is_file() else path
-    if not path.is_file():
-        raise ConfigError(f"{config.source}: 'isotropic.spectrum' must be a built-in data set "
-                          f"(cbc-1971) or a CSV file, got {name!r}")
-    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-    data = np.genfromtxt(lines, delimiter=",", names=True)
     columns = [f"E{station}" for station in section.stations]
-    missing = [column for column in ("k", *columns) if column not in (data.dtype.names or ())]
-    if missing:
-        raise ConfigError(f"{config.source}: isotropic.spectrum {name!r} lacks the columns "
-                          f"{missing} (has {data.dtype.names})")
+    data = data_table(config, "isotropic.spectrum", "isotropic", section.spectrum,
+                      ("k", *columns), "cbc-1971")
     length, velocity = section.length_scale, section.velocity_scale
-    energies = {station: np.asarray(data[column]) / (velocity**2 * length)
+    energies = {station: data[column] / (velocity**2 * length)
                 for station, column in zip(section.stations, columns, strict=True)}
-    return np.asarray(data["k"]) * length, energies
+    return data["k"] * length, energies
