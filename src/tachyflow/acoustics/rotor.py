@@ -91,11 +91,12 @@ class RotorNoise:
         count = len(centres)
         radii = np.hypot(centres[:, 1], centres[:, 2])
         widths = np.interp(radii, grid.centres_y, grid.widths_y)
-        size = np.cbrt(grid.spacing_x * widths * radii * grid.spacing_z)
+        lengths = np.interp(centres[:, 0], grid.centres_x, grid.widths_x)
+        size = np.cbrt(lengths * widths * radii * grid.spacing_z)
         samples = centres + 1.5 * size[:, None] * normals
         polar = np.stack(
             [
-                np.clip(samples[:, 0], 0.5 * grid.spacing_x, grid.length - 0.5 * grid.spacing_x),
+                np.clip(samples[:, 0], grid.centres_x[0], grid.centres_x[-1]),
                 np.clip(np.hypot(samples[:, 1], samples[:, 2]), grid.centres_y[0],
                         grid.centres_y[-1]),
                 np.mod(np.arctan2(samples[:, 2], samples[:, 1]), grid.lengths[2]),
@@ -142,7 +143,7 @@ class RotorNoise:
     def sample(self) -> None:
         """Sample the blades' pressure and integrate one source step (collective)."""
         solver = self.solver
-        ambient = solver.section_pressures([0.5 * solver.grid.spacing_x])[0]
+        ambient = solver.section_pressures([solver.grid.centres_x[0]])[0]
         terms = self.exchange.exchange(*solver.staggered_fields())
         for phase, seconds in self.exchange.timings.items():
             self.seconds[phase] += seconds

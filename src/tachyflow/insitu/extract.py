@@ -184,6 +184,8 @@ def _centres(grid: StaggeredGrid, axis: int, first: int, count: int) -> np.ndarr
     if axis == 1:
         period, index = np.divmod(cells, grid.shape[1])
         return grid.centres_y[index] + period * grid.lengths[1]
+    if axis == 0 and not grid.uniform_x:  # an open x: its ghost cells at most
+        return grid.ghosted_centres_x()[cells + 1]
     spacing = grid.spacing_x if axis == 0 else grid.spacing_z
     return (cells + 0.5) * spacing
 

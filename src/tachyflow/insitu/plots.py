@@ -15,9 +15,9 @@ def plot_slices(
 ) -> Path:
     """Streamwise velocity on the x-y plane of cells ``nz // 2`` (``xy_plane``, shape
     (nx, ny)) and the x-z plane of cells ``ny // 4`` (``xz_plane``, shape (nx, nz))."""
-    nx, ny, nz = grid.shape
+    _, ny, nz = grid.shape
     lx, _, lz = grid.lengths
-    x = (np.arange(nx) + 1.0) * grid.spacing_x
+    x = grid.faces_x[1:]  # u's faces
     z = (np.arange(nz) + 0.5) * grid.spacing_z
     y = grid.centres_y
     figure, axes = new_subplots(2, 1, figsize=(8, 6.5))
@@ -30,7 +30,7 @@ def plot_slices(
     figure.colorbar(image, ax=axes[0], shrink=0.8)
     j = ny // 4
     # Cell edges, not centres: an axisymmetric grid has a single cell in θ.
-    x_edges = (np.arange(nx + 1) + 0.5) * grid.spacing_x
+    x_edges = grid.ghosted_centres_x()[1:]
     z_edges = np.arange(nz + 1) * grid.spacing_z
     image = axes[1].pcolormesh(x_edges, z_edges, xz_plane.T, shading="flat", cmap="RdBu_r")
     axes[1].set_title(f"u on the {ax}-{az} plane {ay} = {y[j]:.3g}")

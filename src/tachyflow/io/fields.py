@@ -37,7 +37,8 @@ NAMES = ("u", "v", "w", "p")
 def _vtx_description(grid: StaggeredGrid) -> str:
     nx, ny, nz = grid.shape
     extent = f"0 {nx} 0 {ny} 0 {nz}"
-    spacing = f"{grid.spacing_x} {grid.lengths[1] / ny} {grid.spacing_z}"
+    # The mean spacings (the image's own frame; the face coordinates are written too).
+    spacing = f"{grid.lengths[0] / nx} {grid.lengths[1] / ny} {grid.spacing_z}"
     arrays = "".join(f'<DataArray Name="{name}"/>' for name in NAMES)
     return (
         '<?xml version="1.0"?><VTKFile type="ImageData" version="0.1" '
@@ -130,8 +131,8 @@ class FieldWriter:
     def _write_coordinates(self) -> None:
         """Face coordinates, in every step (small) so that any step stands alone."""
         grid = self.grid
-        nx, _, nz = grid.shape
-        self._stream.write("x", np.arange(nx + 1) * grid.spacing_x)
+        nz = grid.shape[2]
+        self._stream.write("x", np.ascontiguousarray(grid.faces_x))
         self._stream.write("y", np.ascontiguousarray(grid.faces_y))
         self._stream.write("z", np.arange(nz + 1) * grid.spacing_z)
 

@@ -29,7 +29,7 @@ from tachyflow.parallel.pieces import gather_small
 def _face_coordinates(grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Face positions along the three axes (x, y, z; or x, r, θ)."""
     return (
-        np.arange(grid.shape[0] + 1) * grid.spacing_x,
+        np.asarray(grid.faces_x, dtype=np.float64),
         np.asarray(grid.faces_y, dtype=np.float64),
         np.arange(grid.shape[2] + 1) * grid.spacing_z,
     )

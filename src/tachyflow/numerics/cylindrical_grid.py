@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tachyflow.numerics.grid import WallNormalFaces, tanh_faces
+from tachyflow.numerics.grid import (
+    StreamwiseFaces,
+    WallNormalFaces,
+    streamwise_faces,
+    tanh_faces,
+)
 
 
 def radial_faces(
@@ -51,7 +56,7 @@ RADIAL_CLUSTERING = ("walls", "axis")
 
 
 @dataclass(frozen=True)
-class CylindricalGrid(WallNormalFaces):
+class CylindricalGrid(WallNormalFaces, StreamwiseFaces):
     """Geometry of a cylindrical grid (MPI-free; every rank holds all of it).
 
     Parameters
@@ -73,6 +78,10 @@ class CylindricalGrid(WallNormalFaces):
     clustering : str
         ``"walls"``, or ``"axis"``: the ``stretching`` makes the faces fine about the axis
         instead (with ``inner_radius = 0``; see :func:`radial_faces`).
+    x_zone : (float, float, int), optional
+        An open x refined round ``[start, stop]`` with ``cells`` uniform cells there,
+        the others growing geometrically to both ends
+        (:func:`~tachyflow.numerics.grid.zone_faces`).
     """
 
     shape: tuple[int, int, int]
@@ -83,7 +92,9 @@ class CylindricalGrid(WallNormalFaces):
     stretching: float = 0.0
     periodic_x: bool = True
     clustering: str = "walls"
+    x_zone: tuple[float, float, int] | None = None
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
+    faces_x: np.ndarray = field(init=False, repr=False, compare=False)
 
     periodic_y = False  # r is bounded by the axis or a wall and by a wall
     axis_names = ("x", "r", "θ")
@@ -106,6 +117,11 @@ class CylindricalGrid(WallNormalFaces):
             self.shape[1], self.inner_radius, self.radius, self.stretching, self.clustering
         )
         object.__setattr__(self, "faces_y", faces)
+        if self.x_zone is not None and self.periodic_x:
+            raise ValueError(f"a periodic x must be uniform (no x_zone), got {self.x_zone!r}")
+        object.__setattr__(
+            self, "faces_x", streamwise_faces(self.shape[0], self.length, self.x_zone)
+        )
 
     def laminar_profile(self) -> np.ndarray:
         """The developed laminar axial velocity at the centres in r, unscaled:
@@ -125,10 +141,6 @@ class CylindricalGrid(WallNormalFaces):
         """Extent along x, r and θ (radians)."""
         return (self.length, self.radius - self.inner_radius, 2 * np.pi / self.sectors)
 
-    @property
-    def spacing_x(self) -> float:
-        """Uniform cell width in x."""
-        return self.length / self.shape[0]
 
     @property
     def spacing_z(self) -> float:

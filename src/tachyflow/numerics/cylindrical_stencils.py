@@ -20,13 +20,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import prange
 
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.reductions import row_sum
-from tachyflow.numerics.stencils import add_to_total, owned_rows, owned_total, row_shift
+from tachyflow.numerics.stencils import (
+    add_to_total,
+    owned_rows,
+    owned_total,
+    row_shift,
+    x_metrics,
+)
 
 I = slice(1, -1)  # interior  # noqa: E741
 UP = slice(2, None)
@@ -69,10 +76,11 @@ class RadialMetrics:
 
 
 @kernel(error_model="numpy", parallel=True)
-def _divergence(u, q, w, rc, width, dx, dt, scale, out, rows):  # pragma: no cover
+def _divergence(u, q, w, rc, width, width_x, dt, scale, out, rows):  # pragma: no cover
     nx, nr, nt = out.shape
     summing = rows.shape[0] > 0
     for i in prange(1, nx + 1):
+        dx = width_x[i]
         for j in range(1, nr + 1):
             radial = rc[j] * width[j]
             azimuthal = rc[j] * dt
@@ -86,24 +94,28 @@ def _divergence(u, q, w, rc, width, dx, dt, scale, out, rows):  # pragma: no cov
                 rows[i - 1, j - 1] = row_sum(u[i, j], 1, nt + 1)
 
 
-def divergence(u, q, w, m: RadialMetrics, dx: float, dt: float, scale: float = 1.0, out=None,
+def divergence(u, q, w, m: RadialMetrics, dx, dt: float, scale: float = 1.0, out=None,
                rows=None):
-    """``scale * ∇·u`` at the owned cell centres (``dt``: the θ spacing), into ``out`` (a
-    new array if None); returns it. With ``rows`` (shape ``(nx, nr)``), the same pass also
-    writes there ``Σ_θ u`` of each owned (x, r) row (the bulk velocity's parts)."""
+    """``scale * ∇·u`` at the owned cell centres (``dx``: a uniform spacing or the
+    :class:`~tachyflow.numerics.stencils.XMetrics` of the x range; ``dt``: the θ
+    spacing), into ``out`` (a new array if None); returns it. With ``rows`` (shape
+    ``(nx, nr)``), the same pass also writes there ``Σ_θ u`` of each owned (x, r) row (the
+    bulk velocity's parts)."""
     out = _owned_array(u.shape, out)
     rc, _, width, _ = m.columns()
-    _divergence(u, q, w, rc, width, dx, dt, scale, out, owned_rows(out, rows))
+    _divergence(u, q, w, rc, width, x_metrics(dx, u).width, dt, scale, out,
+                owned_rows(out, rows))
     return out
 
 
 @kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(
-    u, q, w, p, rc, rf, gap, dx, dt, factor, shift, total, weight, fresh
+    u, q, w, p, rc, rf, gap, gap_x, dt, factor, shift, total, weight, fresh
 ):  # pragma: no cover
     nx, nr, nt = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
+        dx = gap_x[i]
         for j in range(1, nr + 1):
             radial = factor * rf[j]
             azimuthal = rc[j] * dt
@@ -117,15 +129,16 @@ def _subtract_gradient(
             add_to_total(total, weight, fresh, p, i, j)
 
 
-def subtract_gradient(u, q, w, p, m: RadialMetrics, dx: float, dt: float, factor: float,
+def subtract_gradient(u, q, w, p, m: RadialMetrics, dx, dt: float, factor: float,
                       shift=None, total=None, weight: float = 0.0,
                       fresh: bool = False):
     """``u -= factor ∇p`` on the owned faces (the outer wall face of ``q`` stays 0); with
     ``shift`` (one value per owned radial row), ``u += shift[r]`` in the same pass; with
     ``total`` (the owned shape), ``total += weight * p`` at the owned cells, or
-    ``total = weight * p`` where ``fresh``."""
+    ``total = weight * p`` where ``fresh``. ``dx``: as in :func:`divergence`."""
     rc, rf, _, gap = m.columns()
-    _subtract_gradient(u, q, w, p, rc, rf, gap, dx, dt, float(factor), row_shift(u, shift),
+    _subtract_gradient(u, q, w, p, rc, rf, gap, x_metrics(dx, u).gap, dt, float(factor),
+                       row_shift(u, shift),
                        owned_total(p, total), float(weight), bool(fresh))
 
 
@@ -136,13 +149,14 @@ def _convective_rate(
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     largest = 0.0
     for i in range(nx):
+        inverse_width_x = inverse_dx[i + 1]
         for j in range(ny):
             for k in range(nz):
                 axial = 0.5 * (u[i + 1, j + 1, k + 1] + u[i, j + 1, k + 1])
                 radial = 0.5 * (q[i + 1, j + 1, k + 1] + q[i + 1, j, k + 1]) * inverse_radius[j]
                 azimuthal = 0.5 * (w[i + 1, j + 1, k + 1] + w[i + 1, j + 1, k])
                 rate = (
-                    abs(axial) * inverse_dx
+                    abs(axial) * inverse_width_x
                     + abs(radial) * inverse_width[j]
                     + abs(azimuthal) * inverse_arc[j]
                 )
@@ -151,10 +165,11 @@ def _convective_rate(
     return largest
 
 
-def convective_rate(u, q, w, radii: np.ndarray, widths: np.ndarray, dx: float, dt: float):
+def convective_rate(u, q, w, radii: np.ndarray, widths: np.ndarray, dx, dt: float):
     """``max(|u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ))`` over the owned cells, the velocities
     centred from the faces of the ghosted arrays (halo 1; ``q = r u_r``), in one pass
-    without temporaries; NaN if a value is NaN. ``radii``, ``widths``: of the cells' rows."""
+    without temporaries; NaN if a value is NaN. ``radii``, ``widths``: of the cells' rows;
+    ``dx`` as in :func:`divergence`."""
     ny = u.shape[1] - 2
     if not u.shape == q.shape == w.shape or radii.shape != (ny,) or widths.shape != (ny,):
         raise ValueError(
@@ -163,8 +178,8 @@ def convective_rate(u, q, w, radii: np.ndarray, widths: np.ndarray, dx: float, d
         )
     radii = np.asarray(radii, dtype=np.float64)
     return float(
-        _convective_rate(u, q, w, 1.0 / dx, 1.0 / radii, 1.0 / np.asarray(widths, np.float64),
-                         1.0 / (radii * dt))
+        _convective_rate(u, q, w, 1.0 / x_metrics(dx, u).width, 1.0 / radii,
+                         1.0 / np.asarray(widths, np.float64), 1.0 / (radii * dt))
     )
 
 
@@ -175,16 +190,20 @@ def axis_vorticity(w_first_ring_mean: np.ndarray, m: RadialMetrics) -> np.ndarra
 
 
 @kernel(error_model="numpy", parallel=True)
-def _advection(u, q, w, rc, rf, width, gap, dx, dt, rotation, hu, hq, hw):  # pragma: no cover
+def _advection(
+    u, q, w, rc, rf, width, gap, width_x, gap_x, dt, rotation, hu, hq, hw
+):  # pragma: no cover
     nx, nr, nt = hu.shape
     for i in prange(1, nx + 1):
+        # u's control volume spans centre to centre in x, q's and w's a cell.
+        dx_face, dx = gap_x[i], width_x[i]
         for j in range(1, nr + 1):
             cell_r, cell_t = rc[j] * width[j], rc[j] * dt
             # Axial momentum at (x-face i, centre j, centre k).
             for k in range(1, nt + 1):
                 ahead = 0.5 * (u[i, j, k] + u[i + 1, j, k])
                 behind = 0.5 * (u[i - 1, j, k] + u[i, j, k])
-                flux_x = (ahead * ahead - behind * behind) / dx
+                flux_x = (ahead * ahead - behind * behind) / dx_face
                 above = 0.25 * (q[i, j, k] + q[i + 1, j, k]) * (u[i, j, k] + u[i, j + 1, k])
                 below = (
                     0.25 * (q[i, j - 1, k] + q[i + 1, j - 1, k]) * (u[i, j - 1, k] + u[i, j, k])
@@ -256,25 +275,40 @@ def _owned_array(ghosted_shape, out, components: int = 0) -> np.ndarray:
     return out
 
 
-def advection(u, q, w, m: RadialMetrics, dx: float, dt: float, rotation: float, out=None):
+def advection(u, q, w, m: RadialMetrics, dx, dt: float, rotation: float, out=None):
     """Minus the advective terms, plus the Coriolis terms, of u, q and w (owned values).
 
     ``u·∇u`` in the conservative forms of Verzicco & Orlandi; in the radial equation the
     centripetal ``u_θ²`` term; the frame's Coriolis force ``-2Ω × u``. Returns one array
     of shape ``(3, nx, nr, nθ)``, the terms of u, q and w: ``out`` (a new array if None).
+    ``dx`` as in :func:`divergence`.
     """
     out = _owned_array(u.shape, out, 3)
-    _advection(u, q, w, *m.columns(), dx, dt, float(rotation), *out)
+    x = x_metrics(dx, u)
+    _advection(u, q, w, *m.columns(), x.width, x.gap, dt, float(rotation), *out)
     return out
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _along_x(ahead, centre, behind, east, west):  # pragma: no cover
+    # The x second difference in flux form; the symmetric one where the factors are equal.
+    if east == west:
+        return (ahead - 2 * centre + behind) * east
+    return east * (ahead - centre) - west * (centre - behind)
 
 
 @kernel(error_model="numpy", parallel=True)
 def _viscous(
-    u, q, w, rc, rf, width, gap, dx, dt, axis, omega, core, nu, explicit, implicit
+    u, q, w, rc, rf, width, gap, width_x, gap_x, dt, axis, omega, core, nu, explicit, implicit
 ):  # pragma: no cover
     nx, nr, nt = implicit.shape[1:]
-    along_x = 1.0 / dx**2
     for i in prange(1, nx + 1):
+        # The x fluxes' factors, of u (its control volume centre to centre) and of the
+        # centred q and w; equal on a uniform x (then the symmetric second difference).
+        u_east = 1.0 / (width_x[i + 1] * gap_x[i])
+        u_west = 1.0 / (width_x[i] * gap_x[i])
+        east = 1.0 / (gap_x[i] * width_x[i])
+        west = 1.0 / (gap_x[i - 1] * width_x[i])
         for j in range(1, nr + 1):
             # The row's metric factors, as multipliers (the k loops then have no division).
             centre_theta = 1.0 / (rc[j] * rc[j] * dt * dt)
@@ -296,7 +330,7 @@ def _viscous(
                 centre = u[i, j, k]
                 above = flux_above * (u[i, j + 1, k] - centre)
                 below = flux_below * (centre - u[i, j - 1, k])
-                along = (u[i + 1, j, k] - 2 * centre + u[i - 1, j, k]) * along_x
+                along = _along_x(u[i + 1, j, k], centre, u[i - 1, j, k], u_east, u_west)
                 across = (above - below) * cell
                 theta = (u[i, j, k + 1] - 2 * centre + u[i, j, k - 1]) * centre_theta
                 explicit[0, i - 1, j - 1, k - 1] += nu * (along + explicit_theta * theta)
@@ -307,7 +341,7 @@ def _viscous(
                 outer = (q[i, j + 1, k] - centre) * cell_above
                 inner = (centre - q[i, j - 1, k]) * cell
                 swirl = w[i, j, k] - w[i, j, k - 1] + w[i, j + 1, k] - w[i, j + 1, k - 1]
-                along = (q[i + 1, j, k] - 2 * centre + q[i - 1, j, k]) * along_x
+                along = _along_x(q[i + 1, j, k], centre, q[i - 1, j, k], east, west)
                 along -= swirl * swirl_coupling
                 across = flux_above * (outer - inner)
                 theta = (q[i, j, k + 1] - 2 * centre + q[i, j, k - 1]) * face_theta
@@ -323,7 +357,7 @@ def _viscous(
                 if on_axis:
                     below = axis_flux
                 radial = q[i, j, k + 1] + q[i, j - 1, k + 1] - q[i, j, k] - q[i, j - 1, k]
-                along = (w[i + 1, j, k] - 2 * centre + w[i - 1, j, k]) * along_x
+                along = _along_x(w[i + 1, j, k], centre, w[i - 1, j, k], east, west)
                 along += radial * radial_coupling
                 across = (above - below) * ring
                 theta = (w[i, j, k + 1] - 2 * centre + w[i, j, k - 1]) * centre_theta
@@ -332,7 +366,7 @@ def _viscous(
 
 
 def add_viscous(
-    u, q, w, m: RadialMetrics, dx: float, dt: float, axis_omega, core: int, nu: float,
+    u, q, w, m: RadialMetrics, dx, dt: float, axis_omega, core: int, nu: float,
     explicit: np.ndarray, implicit: np.ndarray | None = None,
 ) -> np.ndarray:
     """The viscous terms of u, q and w at their owned points, in one pass: ``ν`` times what
@@ -357,9 +391,10 @@ def add_viscous(
     axis = axis_omega is not None
     omega = np.ascontiguousarray(axis_omega, dtype=np.float64) if axis else np.zeros(1)
     rows = implicit.shape[2]
+    x = x_metrics(dx, u)
     _viscous(
-        u, q, w, *m.columns(), dx, dt, axis, omega, rows if core < 0 else core, float(nu),
-        explicit, implicit,
+        u, q, w, *m.columns(), x.width, x.gap, dt, axis, omega, rows if core < 0 else core,
+        float(nu), explicit, implicit,
     )
     return implicit
 

@@ -99,3 +99,72 @@ def neumann_laplacian_eigenvalues(n: int, spacing: float) -> np.ndarray:
     ``-(2 - 2 cos(π m / n)) / h²``."""
     m = np.arange(n)
     return -(2.0 - 2.0 * np.cos(np.pi * m / n)) / spacing**2
+
+
+def stretched_neumann_eigenpairs(widths: np.ndarray):
+    """The eigen-decomposition of the finite-volume second difference on cells of
+    ``widths``, zero gradient at both ends: ``(L p)_i = (flux_{i+1/2} - flux_{i-1/2}) /
+    width_i`` with ``flux_{i+1/2} = (p_{i+1} - p_i) / gap_{i+1/2}``, ``gap`` the distance
+    between the centres.
+
+    ``L = W⁻¹ A`` with ``W`` the widths and ``A`` symmetric, so ``L = B Λ F`` with
+    ``F = Qᵀ W^½``, ``B = W^-½ Q`` (``B F = I``) from the symmetric ``W^-½ A W^-½ =
+    Q Λ Qᵀ`` (LAPACK's ``dsyevd``, once). Returns ``(eigenvalues, forward, backward)``,
+    the eigenvalues descending from the constant mode's 0 (set exactly) as the cosine
+    transform's modes run; on uniform cells they equal
+    :func:`neumann_laplacian_eigenvalues` to round-off.
+    """
+    from scipy.linalg import eigh
+
+    widths = np.asarray(widths, dtype=np.float64)
+    if widths.ndim != 1 or widths.size < 1 or not np.all(widths > 0):
+        raise ValueError(f"widths must be a 1-D array of positive widths, got {widths!r}")
+    n = widths.size
+    conductance = 2.0 / (widths[:-1] + widths[1:])  # 1 / gap between neighbouring centres
+    operator = np.zeros((n, n))
+    index = np.arange(n - 1)
+    operator[index, index + 1] = operator[index + 1, index] = conductance
+    operator[index, index] -= conductance
+    operator[index + 1, index + 1] -= conductance
+    root = np.sqrt(widths)
+    values, vectors = eigh(operator / np.outer(root, root), driver="evd")
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    values[0] = 0.0  # the constant mode, whatever the round-off
+    forward = np.ascontiguousarray(vectors.T * root[None, :])
+    backward = np.ascontiguousarray(vectors / root[:, None])
+    return values, forward, backward
+
+
+class DenseAxisTransform:
+    """``data ← M data`` along ``axis`` in place, ``M`` a dense square matrix (a BLAS
+    matrix product per call): the x "transform" of a stretched x in the pressure solve
+    (:func:`stretched_neumann_eigenpairs`), with the interface of :class:`AxisTransform`.
+    ``data`` must be C-ordered with ``axis`` 0 or 1; the product goes through a work
+    array of ``data``'s shape, made once."""
+
+    def __init__(self, data: np.ndarray, axis: int, matrix: np.ndarray):
+        if axis not in (0, 1) or not data.flags.c_contiguous:
+            raise ValueError(f"a dense transform needs C-ordered data and axis 0 or 1, got "
+                             f"axis {axis!r}")
+        n = data.shape[axis] if data.size else matrix.shape[0]
+        if matrix.shape != (n, n):
+            raise ValueError(f"matrix of shape {matrix.shape} for an axis of {n} points")
+        self.source = self.target = data
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+        self.axis = axis
+        self._work = np.empty_like(data) if data.size else None
+
+    def __call__(self) -> np.ndarray:
+        """Multiply the current contents of the data along the axis, in place."""
+        if self._work is None:
+            return self.target
+        data = self.target
+        if self.axis == 0:
+            lines = data.reshape(data.shape[0], -1)
+            np.matmul(self.matrix, lines, out=self._work.reshape(lines.shape))
+        else:  # one product per index along axis 0 (a slab's y)
+            lines = data.reshape(data.shape[0], data.shape[1], -1)
+            np.matmul(self.matrix, lines, out=self._work.reshape(lines.shape))
+        np.copyto(data, self._work)
+        return data

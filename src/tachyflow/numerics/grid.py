@@ -1,10 +1,13 @@
-"""Staggered (MAC) Cartesian grid: x and z periodic and uniform, y uniform or stretched.
+"""Staggered (MAC) Cartesian grid: z periodic and uniform, y uniform or stretched, x
+periodic and uniform or open and refined round a zone.
 
 Pressure lives at cell centres; velocity component ``u`` on x-faces, ``v`` on y-faces and
 ``w`` on z-faces, each stored at the index of the cell whose upper face it sits on. In y,
 ``faces_y`` (``ny + 1`` values) define the cells, so walls may be clustered with a tanh
 stretching, or the middle of y resolved by a uniform core between geometrically growing
-cells (a body between far walls); a periodic y must be uniform.
+cells (a body between far walls); a periodic y must be uniform. An open x may likewise
+have a uniform zone round a body, the cells growing geometrically to the inflow and the
+outflow (``faces_x``, :func:`zone_faces`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,36 @@ def tanh_faces(ny: int, length: float, stretching: float) -> np.ndarray:
     return 0.5 * length * (1.0 + np.tanh(stretching * uniform) / np.tanh(stretching))
 
 
+def _grown_widths(spacing: float, cells: int, length: float, name: str) -> np.ndarray:
+    """``cells`` widths growing by one constant ratio (at least 1) from ``spacing`` (the
+    first is ``spacing`` times the ratio) that add up to ``length`` exactly."""
+    if cells * spacing > length * (1.0 + 1e-12):
+        raise ValueError(
+            f"the {name} spacing {spacing:.4g} is coarser than the {cells} cells beside it need "
+            f"to cover {length:.4g}: refine the {name} or use fewer cells"
+        )
+    powers = np.arange(1, cells + 1)
+
+    def excess(ratio: float) -> float:
+        return spacing * float(np.sum(ratio**powers)) - length
+
+    from scipy.optimize import brentq  # here: 0.6 s to import, for every run otherwise
+
+    ratio = 1.0 if excess(1.0) >= 0 else brentq(excess, 1.0, 2.0 ** (64 / cells) + 1.0)
+    widths = spacing * ratio**powers
+    return widths * (length / widths.sum())  # exactly the length, whatever brentq's tolerance
+
+
+def growth_ratio(widths: np.ndarray) -> float:
+    """The largest ratio of neighbouring cell widths (either way): a stretched grid's
+    smoothness."""
+    widths = np.asarray(widths, dtype=np.float64)
+    if widths.size < 2:
+        return 1.0
+    ratios = widths[1:] / widths[:-1]
+    return float(max(ratios.max(), 1.0 / ratios.min()))
+
+
 def core_faces(ny: int, length: float, core_width: float, core_cells: int) -> np.ndarray:
     """``ny + 1`` face positions in ``[0, length]``: ``core_cells`` uniform cells across a
     band ``core_width`` wide in the middle, then on either side ``(ny - core_cells) / 2``
@@ -43,25 +76,129 @@ def core_faces(ny: int, length: float, core_width: float, core_cells: int) -> np
         raise ValueError(f"core_width must be in (0, {length}), got {core_width!r}")
     spacing = core_width / core_cells
     outer = 0.5 * (length - core_width)
-    if outer_cells * spacing > outer:
-        raise ValueError(
-            f"the core spacing {spacing:.4g} is coarser than the {outer_cells} cells on either "
-            f"side of it need to reach the wall ({outer:.4g}): refine the core or use fewer cells"
-        )
-    powers = np.arange(1, outer_cells + 1)
-
-    def excess(ratio: float) -> float:
-        return spacing * float(np.sum(ratio**powers)) - outer
-
-    from scipy.optimize import brentq  # here: 0.6 s to import, for every run otherwise
-
-    ratio = 1.0 if excess(1.0) == 0 else brentq(excess, 1.0, 2.0 ** (64 / outer_cells) + 1.0)
-    growth = np.cumsum(spacing * ratio**powers)
-    growth *= outer / growth[-1]  # exactly to the wall, whatever brentq's tolerance
+    growth = np.cumsum(_grown_widths(spacing, outer_cells, outer, "core"))
     core = 0.5 * (length - core_width) + spacing * np.arange(core_cells + 1)
     faces = np.concatenate([(core[0] - growth)[::-1], core, core[-1] + growth])
     faces[0], faces[-1] = 0.0, length  # the walls exactly, not up to round-off
     return faces
+
+
+def zone_faces(n: int, length: float, start: float, stop: float, zone_cells: int) -> np.ndarray:
+    """``n + 1`` face positions in ``[0, length]``: ``zone_cells`` uniform cells over the
+    band ``[start, stop]``, the other cells on either side growing geometrically from the
+    band's spacing to the ends, shared between the two sides so that their growth ratios
+    are as near each other as whole cells allow (a band touching an end has no cells on
+    that side). The streamwise refinement round a body (``[grid] x_zone``).
+    """
+    if not 0.0 <= start < stop <= length:
+        raise ValueError(f"the zone must satisfy 0 <= start < stop <= {length}, got "
+                         f"[{start!r}, {stop!r}]")
+    outer = n - zone_cells
+    sides = (start, length - stop)
+    needed = sum(side > 0 for side in sides)
+    if zone_cells < 1 or outer < needed or (needed == 0 and outer):
+        raise ValueError(
+            f"zone_cells must be positive and leave a cell of the {n} on each side of the "
+            f"zone that is not at an end, got zone_cells = {zone_cells!r}"
+        )
+    spacing = (stop - start) / zone_cells
+
+    def ratio(cells: int, side: float) -> float:
+        widths = _grown_widths(spacing, cells, side, "zone")
+        return float(widths[0] / spacing)
+
+    if needed == 2:
+        # The log-ratio before the zone falls and the one after it rises with the cells
+        # before it: bisect for where they cross.
+        # Each side's cells at the zone's spacing must not overreach its end.
+        low = max(1, outer - int(sides[1] / spacing * (1 + 1e-12)))
+        high = min(outer - 1, int(sides[0] / spacing * (1 + 1e-12)))
+        if low > high:
+            raise ValueError(
+                f"the zone's spacing {spacing:.4g} is coarser than the {outer} cells outside "
+                f"it need to reach the ends: refine the zone or use fewer cells"
+            )
+        while high - low > 1:
+            middle = (low + high) // 2
+            if ratio(middle, sides[0]) > ratio(outer - middle, sides[1]):
+                low = middle
+            else:
+                high = middle
+        before = min((low, high), key=lambda c: abs(np.log(ratio(c, sides[0]))
+                                                   - np.log(ratio(outer - c, sides[1]))))
+    else:
+        before = outer if sides[0] > 0 else 0
+    parts = [np.array([start])]
+    if before:
+        parts = [start - np.cumsum(_grown_widths(spacing, before, sides[0], "zone"))[::-1],
+                 parts[0]]
+    zone = start + spacing * np.arange(1, zone_cells + 1)
+    zone[-1] = stop
+    parts.append(zone)
+    if outer - before:
+        parts.append(stop + np.cumsum(_grown_widths(spacing, outer - before, sides[1], "zone")))
+    faces = np.concatenate(parts)
+    faces[0], faces[-1] = 0.0, length
+    return faces
+
+
+class StreamwiseFaces:
+    """Cell widths, centres and centre distances along axis 0 from ``faces_x`` (for grids
+    with a ``shape``, ``faces_x``, ``lengths`` or ``length`` and ``periodic_x``):
+    uniform, or refined round a zone of an open x (:func:`zone_faces`)."""
+
+    @property
+    def widths_x(self) -> np.ndarray:
+        """Cell widths along axis 0 (``nx`` values)."""
+        return np.diff(self.faces_x)
+
+    @property
+    def centres_x(self) -> np.ndarray:
+        """Cell-centre positions along axis 0 (``nx`` values)."""
+        return 0.5 * (self.faces_x[:-1] + self.faces_x[1:])
+
+    @property
+    def uniform_x(self) -> bool:
+        """Whether every cell has the same width along axis 0."""
+        return self.x_zone is None
+
+    @property
+    def spacing_x(self) -> float:
+        """The uniform cell width along axis 0; ValueError on a stretched x (use
+        :attr:`widths_x`)."""
+        if not self.uniform_x:
+            raise ValueError("x is stretched ([grid] x_zone): its cells have no single "
+                             "spacing; this part of tachyflow needs a uniform x")
+        return float(self.faces_x[-1]) / self.shape[0]
+
+    def ghosted_widths_x(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Widths of cells ``start - 1 .. stop`` (x-ghosts included): beyond an open end
+        the end cell's mirror, across a periodic one the other end's."""
+        widths = self.widths_x
+        stop = len(widths) if stop is None else stop
+        ends = (widths[-1], widths[0]) if self.periodic_x else (widths[0], widths[-1])
+        ghosted = np.concatenate(([ends[0]], widths, [ends[1]]))
+        return ghosted[start : stop + 2]
+
+    def ghosted_faces_x(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Upper faces of cells ``start - 1 .. stop`` (where u of those cells sits), with
+        the ghost cells of :meth:`ghosted_widths_x`."""
+        widths = self.ghosted_widths_x(start, stop)
+        return self.faces_x[start] + np.concatenate(([0.0], np.cumsum(widths[1:])))
+
+    def ghosted_centres_x(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Centres of cells ``start - 1 .. stop``, with the ghost cells of
+        :meth:`ghosted_widths_x`."""
+        return self.ghosted_faces_x(start, stop) - 0.5 * self.ghosted_widths_x(start, stop)
+
+
+def streamwise_faces(nx: int, length: float, zone) -> np.ndarray:
+    """``nx + 1`` faces over ``[0, length]``: uniform, or with ``zone = (start, stop,
+    cells)`` refined round it (:func:`zone_faces`)."""
+    if zone is None:
+        return np.linspace(0.0, length, nx + 1)
+    start, stop, cells = zone
+    return zone_faces(nx, float(length), float(start), float(stop), int(cells))
 
 
 class WallNormalFaces:
@@ -95,7 +232,7 @@ class WallNormalFaces:
 
 
 @dataclass(frozen=True)
-class StaggeredGrid(WallNormalFaces):
+class StaggeredGrid(WallNormalFaces, StreamwiseFaces):
     """Geometry of the grid (MPI-free; every rank holds all of it, it is small).
 
     Parameters
@@ -114,6 +251,9 @@ class StaggeredGrid(WallNormalFaces):
         Instead of ``stretching``: a uniform core ``core[0]`` wide with ``core[1]`` cells
         in the middle of y, the other cells growing geometrically towards the walls
         (:func:`core_faces`; walls only).
+    x_zone : (float, float, int), optional
+        An open x refined round ``[start, stop]`` with ``cells`` uniform cells there,
+        the others growing geometrically to both ends (:func:`zone_faces`).
     """
 
     shape: tuple[int, int, int]
@@ -122,7 +262,9 @@ class StaggeredGrid(WallNormalFaces):
     stretching: float = 0.0
     periodic_x: bool = True
     core: tuple[float, int] | None = None
+    x_zone: tuple[float, float, int] | None = None
     faces_y: np.ndarray = field(init=False, repr=False, compare=False)
+    faces_x: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.shape) != 3 or any(int(n) < 1 for n in self.shape):
@@ -141,6 +283,11 @@ class StaggeredGrid(WallNormalFaces):
         else:
             faces = core_faces(self.shape[1], float(self.lengths[1]), *self.core)
         object.__setattr__(self, "faces_y", faces)
+        if self.x_zone is not None and self.periodic_x:
+            raise ValueError(f"a periodic x must be uniform (no x_zone), got {self.x_zone!r}")
+        object.__setattr__(
+            self, "faces_x", streamwise_faces(self.shape[0], self.lengths[0], self.x_zone)
+        )
 
     @classmethod
     def from_section(cls, section) -> StaggeredGrid:
@@ -152,6 +299,7 @@ class StaggeredGrid(WallNormalFaces):
             stretching=section.stretching,
             periodic_x=section.x_boundaries != "inflow-outflow",
             core=(section.core_width, section.core_cells) if section.core_cells else None,
+            x_zone=(*section.x_zone, section.x_zone_cells) if section.x_zone_cells else None,
         )
 
     def laminar_profile(self) -> np.ndarray:
@@ -161,11 +309,6 @@ class StaggeredGrid(WallNormalFaces):
             return np.ones(self.shape[1])
         y = self.centres_y
         return y * (self.lengths[1] - y)
-
-    @property
-    def spacing_x(self) -> float:
-        """Uniform cell width in x."""
-        return self.lengths[0] / self.shape[0]
 
     @property
     def spacing_z(self) -> float:
@@ -180,6 +323,11 @@ class StaggeredGrid(WallNormalFaces):
     def volume_weights_y(self) -> np.ndarray:
         """Each y cell's share of the domain (its width over Ly)."""
         return self.widths_y / self.lengths[1]
+
+    @property
+    def volume_weights_x(self) -> np.ndarray:
+        """Each x cell's share of the domain (its width over Lx)."""
+        return self.widths_x / self.lengths[0]
 
     @property
     def wall_distances_y(self) -> np.ndarray | None:

@@ -4,14 +4,14 @@ Each quantity lives at its own positions on the MAC grid of
 :class:`~tachyflow.numerics.grid.StaggeredGrid` (those of
 ``IncompressibleSolver.coordinates``): with ``i, j, k`` the cell,
 
-======== ================== ==================== ==================
-quantity x                  y                    z
-======== ================== ==================== ==================
-``u``    ``(i + 1) dx``     ``centres_y[j]``     ``(k + 1/2) dz``
-``v``    ``(i + 1/2) dx``   ``faces_y[j + 1]``   ``(k + 1/2) dz``
-``w``    ``(i + 1/2) dx``   ``centres_y[j]``     ``(k + 1) dz``
-``p``    ``(i + 1/2) dx``   ``centres_y[j]``     ``(k + 1/2) dz``
-======== ================== ==================== ==================
+======== ==================== ==================== ==================
+quantity x                    y                    z
+======== ==================== ==================== ==================
+``u``    ``faces_x[i + 1]``   ``centres_y[j]``     ``(k + 1/2) dz``
+``v``    ``centres_x[i]``     ``faces_y[j + 1]``   ``(k + 1/2) dz``
+``w``    ``centres_x[i]``     ``centres_y[j]``     ``(k + 1) dz``
+``p``    ``centres_x[i]``     ``centres_y[j]``     ``(k + 1/2) dz``
+======== ==================== ==================== ==================
 
 so every component sits on the *upper* face of its cell. A point's stencil for one
 quantity is the 8 positions around it: along each axis the lower neighbour is found by
@@ -137,7 +137,7 @@ def interpolation_stencils(grid: StaggeredGrid, points) -> InterpolationStencils
     points = check_points(points)
     nx, ny, nz = grid.shape
     length_x, length_y, length_z = grid.lengths
-    dx, dz = grid.spacing_x, grid.spacing_z
+    dz = grid.spacing_z
     x = _wrap(points[:, 0], length_x)
     z = _wrap(points[:, 2], length_z)
     centres_y, faces_y = grid.centres_y, grid.faces_y
@@ -165,7 +165,10 @@ def interpolation_stencils(grid: StaggeredGrid, points) -> InterpolationStencils
         centre_positions, centre_first = centres_y, 0
     # The cell holding a point comes from the same kind of search over exactly computed
     # face positions as the stencils below, so the two always agree.
-    faces_x, faces_z = np.arange(nx + 1) * dx, np.arange(nz + 1) * dz
+    faces_x, faces_z = grid.faces_x, np.arange(nz + 1) * dz
+    # x positions of the ghosted u (faces) and of the centred quantities (a stretched x's
+    # own, the ghosts beyond its ends mirrored).
+    ghosted_x = {1.0: grid.ghosted_faces_x(), 0.5: grid.ghosted_centres_x()}
     cells = np.stack(
         [
             np.clip(np.searchsorted(faces_x, x, side="right") - 1, 0, nx - 1),
@@ -179,7 +182,7 @@ def interpolation_stencils(grid: StaggeredGrid, points) -> InterpolationStencils
     lower = np.empty((n, len(QUANTITIES), 3), dtype=np.int64)
     fractions = np.empty((n, len(QUANTITIES), 3))
     for quantity in range(len(QUANTITIES)):
-        positions_x = (np.arange(-1, nx + 1) + _X_OFFSETS[quantity]) * dx
+        positions_x = ghosted_x[_X_OFFSETS[quantity]]
         positions_z = (np.arange(-1, nz + 1) + _Z_OFFSETS[quantity]) * dz
         lower[:, quantity, 0], fractions[:, quantity, 0] = _bracket(positions_x, -1, x)
         lower[:, quantity, 2], fractions[:, quantity, 2] = _bracket(positions_z, -1, z)

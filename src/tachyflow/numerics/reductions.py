@@ -51,11 +51,12 @@ def _convective_rate(u, v, w, inverse_dx, inverse_widths, inverse_dz):  # pragma
     nx, ny, nz = u.shape
     largest = 0.0
     for i in range(nx):
+        inverse_width_x = inverse_dx[i]
         for j in range(ny):
             inverse_dy = inverse_widths[j]
             for k in range(nz):
                 rate = (
-                    abs(u[i, j, k]) * inverse_dx
+                    abs(u[i, j, k]) * inverse_width_x
                     + abs(v[i, j, k]) * inverse_dy
                     + abs(w[i, j, k]) * inverse_dz
                 )
@@ -64,16 +65,19 @@ def _convective_rate(u, v, w, inverse_dx, inverse_widths, inverse_dz):  # pragma
     return largest
 
 
-def convective_rate(u, v, w, dx: float, widths: np.ndarray, dz: float) -> float:
-    """``max(|u|/Δx + |v|/Δy_j + |w|/Δz)`` over arrays of the owned cells (possibly a halo
-    array's interior views), in one pass without temporaries; NaN if a value is NaN."""
+def convective_rate(u, v, w, dx, widths: np.ndarray, dz: float) -> float:
+    """``max(|u|/Δx_i + |v|/Δy_j + |w|/Δz)`` over arrays of the owned cells (possibly a
+    halo array's interior views), in one pass without temporaries; NaN if a value is NaN.
+    ``dx``: a uniform spacing or the owned cells' x widths."""
+    inverse_dx = 1.0 / np.broadcast_to(np.asarray(dx, dtype=np.float64), u.shape[:1])
     if not u.shape == v.shape == w.shape or u.ndim != 3 or widths.shape != (u.shape[1],):
         raise ValueError(
             f"expected u, v, w of one shape (nx, ny, nz) and widths (ny,), got {u.shape}, "
             f"{v.shape}, {w.shape}, {widths.shape}"
         )
     inverse_widths = 1.0 / np.asarray(widths, dtype=np.float64)
-    return float(_convective_rate(u, v, w, 1.0 / dx, inverse_widths, 1.0 / dz))
+    return float(_convective_rate(u, v, w, np.ascontiguousarray(inverse_dx), inverse_widths,
+                                  1.0 / dz))
 
 
 @numba.njit(error_model="numpy", inline="always")

@@ -9,7 +9,8 @@ only. Placement (local index ``i, j, k`` of the owning cell):
   ``w`` at the z-face ``(i, j, k + 1/2)``.
 
 Advection is in divergence form with centred averages (energy conserving on a uniform
-grid, as in CaNS); y metrics allow a stretched grid. The operators: divergence, the
+grid, as in CaNS); x and y metrics allow stretched grids (flux form, the averages
+unweighted as in CaNS: second order on smoothly stretched cells). The operators: divergence, the
 gradient's subtraction, viscous terms, advection, and the velocities centred at the cell
 centres. The RK3 substep that fuses them into one pass is
 :mod:`tachyflow.numerics.velocity_update`; sums and checks over the owned cells are
@@ -72,16 +73,55 @@ class YMetrics:
         return cls(column(widths), column(ghosted[2:]), column(gaps[1:]), column(gaps[:-1]))
 
 
+@dataclass(frozen=True)
+class XMetrics:
+    """x spacings of a rank's ghosted x range, one per ghosted index ``i``: ``width[i]``
+    the cell width, ``gap[i]`` the distance from centre ``i`` to centre ``i + 1`` (the
+    width of the control volume of u on face ``i + 1/2``). Beyond an open end the end
+    cell is mirrored."""
+
+    width: np.ndarray
+    gap: np.ndarray
+
+    @classmethod
+    def uniform(cls, spacing: float, ghosted: int) -> XMetrics:
+        """``ghosted`` points of one spacing (exactly: the kernels' results then equal
+        those of scalar-spacing kernels bit for bit)."""
+        values = np.full(ghosted, float(spacing))
+        return cls(values, values)
+
+    @classmethod
+    def from_grid(cls, grid, start: int, stop: int) -> XMetrics:
+        """Of the owned cells ``start .. stop - 1`` of a grid (with ``faces_x``) and their
+        ghosts."""
+        if grid.uniform_x:
+            return cls.uniform(grid.spacing_x, stop - start + 2)
+        widths = grid.ghosted_widths_x(start, stop)
+        gaps = np.append(0.5 * (widths[:-1] + widths[1:]), widths[-1])
+        return cls(widths, gaps)
+
+
+def x_metrics(x, array: np.ndarray) -> XMetrics:
+    """``x`` (an :class:`XMetrics` or a uniform spacing) for the ghosted ``array``."""
+    if isinstance(x, XMetrics):
+        if x.width.shape != (array.shape[0],) or x.gap.shape != (array.shape[0],):
+            raise ValueError(f"x metrics of {x.width.shape} points for an array of "
+                             f"{array.shape[0]} ghosted x points")
+        return x
+    return XMetrics.uniform(x, array.shape[0])
+
+
 _NO_ARRAY = np.empty((0, 0, 0))  # "no separate output" for the numba kernels
 _NO_ROWS = np.empty((0, 0))
 _NO_SHIFT = np.empty(0)
 
 
 @kernel(error_model="numpy", parallel=True)
-def _divergence(u, v, w, width, dx, dz, scale, out, rows):  # pragma: no cover
+def _divergence(u, v, w, width, width_x, dz, scale, out, rows):  # pragma: no cover
     nx, ny, nz = out.shape
     summing = rows.shape[0] > 0
     for i in prange(1, nx + 1):
+        dx = width_x[i]
         for j in range(1, ny + 1):
             inverse_width = 1.0 / width[j - 1]
             for k in range(1, nz + 1):
@@ -105,26 +145,29 @@ def owned_rows(out: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
 
 
 def divergence(
-    u, v, w, metrics: YMetrics, dx: float, dz: float, scale: float = 1.0, out=None, rows=None
+    u, v, w, metrics: YMetrics, dx, dz: float, scale: float = 1.0, out=None, rows=None
 ) -> np.ndarray:
-    """``scale * ∇·u`` at the owned cell centres, into ``out`` (C-ordered) or a new array.
+    """``scale * ∇·u`` at the owned cell centres, into ``out`` (C-ordered) or a new array;
+    ``dx`` a uniform spacing or the :class:`XMetrics` of ``u``'s x range.
 
     With ``rows`` (shape ``(nx, ny)``), the same pass also writes there ``Σ_z u`` of each
     owned (x, y) row (the bulk velocity's parts:
     :func:`~tachyflow.numerics.reductions.weighted_rows_total`)."""
     if out is None:
         out = np.empty(tuple(n - 2 for n in u.shape))
-    _divergence(u, v, w, metrics.width.ravel(), dx, dz, scale, out, owned_rows(out, rows))
+    _divergence(u, v, w, metrics.width.ravel(), x_metrics(dx, u).width, dz, scale, out,
+                owned_rows(out, rows))
     return out
 
 
 @kernel(error_model="numpy", parallel=True)
 def _subtract_gradient(
-    u, v, w, p, gap, dx, dz, factor, last_v_face, shift, total, weight, fresh
+    u, v, w, p, gap, gap_x, dz, factor, last_v_face, shift, total, weight, fresh
 ):  # pragma: no cover
     nx, ny, nz = u.shape[0] - 2, u.shape[1] - 2, u.shape[2] - 2
     shifting = shift.shape[0] > 0
     for i in prange(1, nx + 1):
+        dx = gap_x[i]
         for j in range(1, ny + 1):
             inverse_gap = 1.0 / gap[j - 1]
             added = shift[j - 1] if shifting else 0.0
@@ -177,31 +220,33 @@ def row_shift(ghosted: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
 
 
 def subtract_gradient(
-    u, v, w, p, metrics: YMetrics, dx: float, dz: float, factor: float, walls: bool,
+    u, v, w, p, metrics: YMetrics, dx, dz: float, factor: float, walls: bool,
     shift=None, total=None, weight: float = 0.0, fresh: bool = False,
 ) -> None:
     """``u -= factor ∇p`` in place on the owned faces; with walls the wall faces of v keep
     their value (the last owned v face is the upper wall). With ``shift`` (one value per
     owned y row), ``u += shift[y]`` in the same pass (the flow-rate force's response);
     with ``total`` (the owned shape), ``total += weight * p`` at the owned cells, or
-    ``total = weight * p`` where ``fresh``."""
+    ``total = weight * p`` where ``fresh``. ``dx``: as in :func:`divergence`."""
     ny = u.shape[1] - 2
-    _subtract_gradient(u, v, w, p, metrics.gap.ravel(), dx, dz, factor,
+    _subtract_gradient(u, v, w, p, metrics.gap.ravel(), x_metrics(dx, u).gap, dz, factor,
                        ny - 1 if walls else ny, row_shift(u, shift), owned_total(p, total),
                        float(weight), bool(fresh))
 
 
 @kernel(error_model="numpy", parallel=True)
 def _add_viscous(
-    f, width, width_up, gap, gap_down, dx, dz, nu, with_xz, with_y, at_faces, out, out_y
+    f, width, width_up, gap, gap_down, x_up, x_down, dz, nu, with_xz, with_y, at_faces, out,
+    out_y,
 ):  # pragma: no cover
     # out_y of shape (0, 0, 0): the y part goes into out; otherwise it is written to out_y.
     nx, ny, nz = out.shape
     y_apart = out_y.shape[0] > 0
     # Coefficients of the x-z part and, per row j, of the y part (f[j+1] - f[j]) and
-    # (f[j] - f[j-1]): no division and no branch in the inner loop.
+    # (f[j] - f[j-1]): no division and no branch in the inner loop. Where the x ones are
+    # equal (a uniform x) the symmetric second difference, as the fused pass has it.
     xz = nu if with_xz else 0.0
-    x_coefficient, z_coefficient = xz / dx**2, xz / dz**2
+    z_coefficient = xz / dz**2
     y_up, y_down = np.empty(ny), np.empty(ny)
     for j in range(ny):
         if at_faces:
@@ -211,32 +256,29 @@ def _add_viscous(
         scale = nu if with_y else 0.0
         y_up[j], y_down[j] = scale / (up * across), scale / (down * across)
     for i in prange(1, nx + 1):
+        east, west = xz / x_up[i - 1], xz / x_down[i - 1]
         for j in range(1, ny + 1):
             a, b = y_up[j - 1], y_down[j - 1]
-            if y_apart:
-                for k in range(1, nz + 1):
-                    centre = f[i, j, k]
-                    out[i - 1, j - 1, k - 1] += x_coefficient * (
-                        f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k]
-                    ) + z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
-                    out_y[i - 1, j - 1, k - 1] = a * (f[i, j + 1, k] - centre) - b * (
-                        centre - f[i, j - 1, k]
-                    )
-            else:
-                for k in range(1, nz + 1):
-                    centre = f[i, j, k]
-                    out[i - 1, j - 1, k - 1] += (
-                        x_coefficient * (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k])
-                        + z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
-                        + a * (f[i, j + 1, k] - centre)
-                        - b * (centre - f[i, j - 1, k])
-                    )
+            for k in range(1, nz + 1):
+                centre = f[i, j, k]
+                if east == west:
+                    x_part = east * (f[i + 1, j, k] - 2.0 * centre + f[i - 1, j, k])
+                else:
+                    x_part = east * (f[i + 1, j, k] - centre) - west * (centre - f[i - 1, j, k])
+                z_part = z_coefficient * (f[i, j, k + 1] - 2.0 * centre + f[i, j, k - 1])
+                north = a * (f[i, j + 1, k] - centre)
+                south = b * (centre - f[i, j - 1, k])
+                if y_apart:  # (the fused pass's order of the sums)
+                    out[i - 1, j - 1, k - 1] += x_part + z_part
+                    out_y[i - 1, j - 1, k - 1] = north - south
+                else:
+                    out[i - 1, j - 1, k - 1] += x_part + z_part + north - south
 
 
 def add_viscous(
     f,
     metrics: YMetrics,
-    dx: float,
+    dx,
     dz: float,
     viscosity: float,
     out,
@@ -244,11 +286,13 @@ def add_viscous(
     y: bool = True,
     at_faces: bool = False,
     out_y: np.ndarray | None = None,
+    at_x_faces: bool = False,
 ) -> np.ndarray:
     """``out += ν ∇² f`` over the owned cells (numba, one pass); returns ``out``.
 
-    ``x_and_z`` and ``y`` choose the directions (uniform in x and z, flux form in y);
-    ``at_faces`` is True for a field on y-faces (v), False for one at y-centres (u, w, p).
+    ``x_and_z`` and ``y`` choose the directions (uniform in z, flux form in x and y;
+    ``dx`` as in :func:`divergence`); ``at_faces`` is True for a field on y-faces (v),
+    False for one at y-centres (u, w, p), ``at_x_faces`` likewise in x (u).
     With ``out_y`` the y part is not added to ``out`` but written to ``out_y`` (the
     Crank–Nicolson terms, computed in the same pass as the explicit ones).
     """
@@ -256,13 +300,21 @@ def add_viscous(
         out_y = _NO_ARRAY
     elif out_y.shape != out.shape:
         raise ValueError(f"out_y has shape {out_y.shape}, expected {out.shape}")
+    x = x_metrics(dx, f)
+    # The x fluxes' denominators: u's control volume spans centre to centre, its fluxes
+    # sit at the centres.
+    if at_x_faces:
+        x_up, x_down = x.width[2:] * x.gap[1:-1], x.width[1:-1] * x.gap[1:-1]
+    else:
+        x_up, x_down = x.gap[1:-1] * x.width[1:-1], x.gap[:-2] * x.width[1:-1]
     _add_viscous(
         f,
         metrics.width.ravel(),
         metrics.width_up.ravel(),
         metrics.gap.ravel(),
         metrics.gap_down.ravel(),
-        dx,
+        x_up,
+        x_down,
         dz,
         viscosity,
         x_and_z,
@@ -275,10 +327,12 @@ def add_viscous(
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _advected(u, v, w, i, j, k, inverse_dx, inverse_dz, inverse_width, inverse_gap):
+def _advected(u, v, w, i, j, k, inverse_gap_x, inverse_dx, inverse_dz, inverse_width,
+              inverse_gap):
     # -∇·(u u) of the three components at point (i, j, k): products on the cell's upper
     # edges and faces (u at i+1/2, v at j+1/2, ...) and on the lower ones; the spacings'
-    # inverses multiply (a division takes several multiplications' time).
+    # inverses multiply (a division takes several multiplications' time). u's control
+    # volume spans centre to centre in x (inverse_gap_x), v's and w's a cell (inverse_dx).
     uv = 0.25 * (u[i, j, k] + u[i, j + 1, k]) * (v[i, j, k] + v[i + 1, j, k])
     uw = 0.25 * (u[i, j, k] + u[i, j, k + 1]) * (w[i, j, k] + w[i + 1, j, k])
     vw = 0.25 * (v[i, j, k] + v[i, j, k + 1]) * (w[i, j, k] + w[i, j + 1, k])
@@ -296,7 +350,7 @@ def _advected(u, v, w, i, j, k, inverse_dx, inverse_dz, inverse_width, inverse_g
     ww_back = 0.25 * (w[i, j, k - 1] + w[i, j, k]) ** 2
     return (
         -(
-            (uu_right - uu_left) * inverse_dx
+            (uu_right - uu_left) * inverse_gap_x
             + (uv - uv_down) * inverse_width
             + (uw - uw_back) * inverse_dz
         ),
@@ -314,33 +368,36 @@ def _advected(u, v, w, i, j, k, inverse_dx, inverse_dz, inverse_width, inverse_g
 
 
 @kernel(error_model="numpy", parallel=True)
-def _advection(u, v, w, width, gap, dx, dz, out_u, out_v, out_w):  # pragma: no cover
+def _advection(u, v, w, width, gap, width_x, gap_x, dz, out_u, out_v, out_w):  # pragma: no cover
     nx, ny, nz = out_u.shape
     for i in prange(1, nx + 1):
+        inverse_gap_x, inverse_dx = 1.0 / gap_x[i], 1.0 / width_x[i]
         for j in range(1, ny + 1):
             inverse_width = 1.0 / width[j - 1]
             inverse_gap = 1.0 / gap[j - 1]
             for k in range(1, nz + 1):
-                advected = _advected(u, v, w, i, j, k, 1.0 / dx, 1.0 / dz, inverse_width,
-                                     inverse_gap)
+                advected = _advected(u, v, w, i, j, k, inverse_gap_x, inverse_dx, 1.0 / dz,
+                                     inverse_width, inverse_gap)
                 out_u[i - 1, j - 1, k - 1] = advected[0]
                 out_v[i - 1, j - 1, k - 1] = advected[1]
                 out_w[i - 1, j - 1, k - 1] = advected[2]
 
 
-def advection(u, v, w, metrics: YMetrics, dx: float, dz: float, out=None):
+def advection(u, v, w, metrics: YMetrics, dx, dz: float, out=None):
     """``-∇·(u u)`` for the three components, each at its own faces (numba, one pass),
     into ``out`` (an array of shape ``(3, nx, ny, nz)`` of the owned points) or new arrays;
     returns the three.
 
-    The sign is that of the term on the right-hand side of the momentum equation.
+    The sign is that of the term on the right-hand side of the momentum equation; ``dx``
+    as in :func:`divergence`.
 
     Products on the edges shared by two components use centred averages, e.g. ``uv`` at
     ``(i + 1/2, j + 1/2)`` is the y-average of u times the x-average of v.
     """
     if out is None:
         out = np.empty((3, *(n - 2 for n in u.shape)))
-    _advection(u, v, w, metrics.width.ravel(), metrics.gap.ravel(), dx, dz, *out)
+    x = x_metrics(dx, u)
+    _advection(u, v, w, metrics.width.ravel(), metrics.gap.ravel(), x.width, x.gap, dz, *out)
     return tuple(out)
 
 

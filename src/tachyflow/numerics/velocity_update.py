@@ -164,8 +164,8 @@ def _advance_velocity(
                 a, b = centre_up[j - 1], centre_down[j - 1]
                 a_face, b_face = face_up[j - 1], face_down[j - 1]
                 for k in range(1, nz + 1):
-                    advected = _advected(u, v, w, i, j, k, 1.0 / dx, 1.0 / dz, inverse_width,
-                                     inverse_gap)
+                    advected = _advected(u, v, w, i, j, k, 1.0 / dx, 1.0 / dx, 1.0 / dz,
+                                         inverse_width, inverse_gap)
                     planes_u[chunk, slot, j - 1, k - 1] = _add_terms(
                         u, i, j, k, advected[0], x_coefficient, z_coefficient, a, b,
                         y_implicit, forcing_x, dt, gamma, rho, alpha_dt, first, terms_u,

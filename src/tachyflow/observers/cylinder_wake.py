@@ -176,7 +176,7 @@ class CylinderWake(Observer):
             return None
         found = sorted((piece for piece in pieces if piece is not None), key=lambda p: p[0])
         velocity = np.concatenate([line for _, line in found])
-        x = (np.arange(len(velocity)) + 1.0) * solver.grid.spacing_x  # u's faces
+        x = solver.grid.faces_x[1 : len(velocity) + 1]  # u's faces
         return x, velocity
 
     def finish(self, run) -> None:

@@ -123,11 +123,12 @@ class PencilSolver(Solver):
         rank's points of ``"u"``, ``"v"``, ``"w"`` (each half a cell up along its own
         axis) or ``"p"`` (cell centres)."""
         pencil, grid = self.decomposition.pencils["y"], self.grid
-        first = (np.arange(pencil.start[0], pencil.stop[0]) + 0.5) * grid.spacing_x
+        x_range = slice(pencil.start[0], pencil.stop[0])
+        first = grid.centres_x[x_range]
         third = (np.arange(pencil.start[2], pencil.stop[2]) + 0.5) * grid.spacing_z
         second = grid.centres_y
         if component == "u":
-            first = first + 0.5 * grid.spacing_x
+            first = grid.faces_x[1:][x_range]
         elif component == "v":
             second = grid.faces_y[1:]
         elif component == "w":
@@ -143,6 +144,11 @@ class PencilSolver(Solver):
         pencil = self.decomposition.pencils["y"]
         if pencil.size == 0:
             return first, second, third
+        x_range = (pencil.start[0], pencil.stop[0])
+        if component == "u":
+            first = self.grid.ghosted_faces_x(*x_range)
+        else:
+            first = self.grid.ghosted_centres_x(*x_range)
 
         def extended(values, spacing=None):
             before = values[0] - (spacing or values[1] - values[0])
@@ -150,7 +156,7 @@ class PencilSolver(Solver):
             return np.concatenate([[before], values, [after]])
 
         return (
-            extended(first, self.grid.spacing_x),
+            first,
             extended(second),
             extended(third, self.grid.spacing_z),
         )
@@ -234,7 +240,7 @@ class PencilSolver(Solver):
         if self._owns_outflow:
             u = self.velocity_arrays()[0]
             explicit[-1] = -self.inflow.velocity * (u[-2, 1:-1, 1:-1] - u[-3, 1:-1, 1:-1])
-            explicit[-1] /= self.dx
+            explicit[-1] /= self.grid.widths_x[-1]
 
     def immersed_points(self, component: str) -> immersed.ComponentPoints:
         """Where ``component`` lives on this rank's ghosted piece, in Cartesian
@@ -314,12 +320,22 @@ class PencilSolver(Solver):
             return divergence
         divergence *= self._fluid_cells
         if sources:
-            weights = self.grid.volume_weights_y[None, :, None]
+            weights = self._cell_weights()
             totals = np.array([np.sum(divergence * weights), np.sum(~self._fluid_cells * weights)])
             excess, volume = self.decomposition.sum_arrays(totals)
             if volume > 0:
                 divergence[~self._fluid_cells] = -excess / volume
         return divergence
+
+    def _cell_weights(self) -> np.ndarray:
+        """Each owned cell's volume in proportion, broadcastable to the owned cells: the
+        y weights, times each x cell's width over the mean where x is stretched."""
+        weights = self.grid.volume_weights_y[None, :, None]
+        if self.grid.uniform_x:
+            return weights
+        pencil = self.decomposition.pencils["y"]
+        widths = self.grid.widths_x[pencil.start[0] : pencil.stop[0]]
+        return widths[:, None, None] * (self.grid.shape[0] / self.grid.lengths[0]) * weights
 
     def project(self) -> None:
         """Make the velocity set now discretely divergence-free (collective): a field

@@ -246,7 +246,7 @@ def _check_placement(body, config, name: str) -> None:
                              f"{lengths.tolist()}]: its bounds are "
                              f"{lower.round(6).tolist()} to {upper.round(6).tolist()}")
         faces = {
-            "x": np.linspace(0.0, lengths[0], grid.shape[0] + 1),
+            "x": grid.faces_x,
             "y": grid.faces_y,
             "z": np.linspace(0.0, lengths[2], grid.shape[2] + 1),
         }

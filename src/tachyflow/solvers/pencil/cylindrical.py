@@ -119,6 +119,7 @@ class CylindricalSolver(PencilSolver):
     def memory_per_rank(cls, config, ranks: int) -> tuple[int, int]:
         """Estimated bytes per rank and on rank 0."""
         each = cls.BASE_BYTES + cls.BYTES_PER_CELL * -(-math.prod(config.grid.cells) // ranks)
+        each += config.grid.x_zone_bytes()
         return each, each + 100 * 2**20
 
     @classmethod
@@ -136,6 +137,8 @@ class CylindricalSolver(PencilSolver):
             cylinder.stretching,
             periodic_x=not open_x,
             clustering=cylinder.clustering,
+            x_zone=(*config.grid.x_zone, config.grid.x_zone_cells)
+            if config.grid.x_zone_cells else None,
         )
         proc_grid = None if config.parallel.proc_grid == (0, 0) else config.parallel.proc_grid
         decomposition = PencilDecomposition(
@@ -212,7 +215,13 @@ class CylindricalSolver(PencilSolver):
         )
         self.timer = PhaseClock()
         self.metrics = stencils.RadialMetrics.from_grid(grid)
-        self.dx, self.dt_theta = grid.spacing_x, grid.spacing_z
+        pencil = decomposition.pencils["y"]
+        # The x spacings of this rank's cells (uniform or refined round a zone).
+        self.x_metrics = cartesian_stencils.XMetrics.from_grid(
+            grid, pencil.start[0], pencil.stop[0]
+        )
+        self.dx = grid.spacing_x if grid.uniform_x else None  # (the subgrid kernels')
+        self.dt_theta = grid.spacing_z
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -244,6 +253,9 @@ class CylindricalSolver(PencilSolver):
         self._theta_lines = (
             None if self.theta_whole else tuple(decomposition.zeros("z") for _ in range(3))
         )
+        if subgrid is not None and not grid.uniform_x:
+            raise ValueError("a subgrid model needs a uniform x so far (the grid has an "
+                             f"x_zone {grid.x_zone!r})")
         self._set_up_subgrid(CylindricalSubgridStress, subgrid)
 
     # -- set-up ------------------------------------------------------------------------------
@@ -276,9 +288,13 @@ class CylindricalSolver(PencilSolver):
             "w": np.stack([zero, -sin, cos], axis=-1),
         }[component]
         radial = np.diff(r, axis=1, append=2 * r[:, -1:] - r[:, -2:-1])
-        steps = (self.grid.spacing_x, radial, np.abs(r) * self.grid.spacing_z)
+        along = np.diff(x, axis=0, append=2 * x[-1:] - x[-2:-1]) if x.size else x
+        steps = (along, radial, np.abs(r) * self.grid.spacing_z)
         scale = np.abs(r) if component == "v" else 1.0
-        volume = steps[0] * radial * steps[2]
+        # The control volume along x: a cell, or for u (on x-faces) centre to centre.
+        extent = self.x_metrics.gap if component == "u" else self.x_metrics.width
+        extent = extent[:, None, None] if len(extent) == x.shape[0] else along
+        volume = extent * radial * steps[2]
         return immersed.ComponentPoints(points, steps, direction, scale, volume)
 
     def step(self, dt: float) -> None:
@@ -335,12 +351,12 @@ class CylindricalSolver(PencilSolver):
         explicit = self._explicit_terms[self._explicit_terms[0] is self._previous]
         with self.timer("advection"):
             stencils.advection(
-                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, self.rotation,
+                self.u, self.q, self.w, self.metrics, self.x_metrics, self.dt_theta, self.rotation,
                 out=explicit,
             )
         with self.timer("diffusion"):
             implicit = stencils.add_viscous(
-                self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta,
+                self.u, self.q, self.w, self.metrics, self.x_metrics, self.dt_theta,
                 self._axis_vorticity(), self.core_rows, self.viscosity, explicit,
                 self._implicit_terms,
             )
@@ -476,7 +492,7 @@ class CylindricalSolver(PencilSolver):
         right-hand side there costs no copy; valid until the next call or solve); with
         ``rows``, the sums of u along θ of each owned row there."""
         return stencils.divergence(
-            self.u, self.q, self.w, self.metrics, self.dx, self.dt_theta, scale,
+            self.u, self.q, self.w, self.metrics, self.x_metrics, self.dt_theta, scale,
             out=self.poisson.work, rows=rows,
         )
 
@@ -484,7 +500,7 @@ class CylindricalSolver(PencilSolver):
         """``u -= factor ∇φ`` on the owned faces, ``u += shift[r]``, φ's part of the step's
         pressure (:meth:`_pressure_part`)."""
         stencils.subtract_gradient(
-            self.u, self.q, self.w, self.potential, self.metrics, self.dx, self.dt_theta,
+            self.u, self.q, self.w, self.potential, self.metrics, self.x_metrics, self.dt_theta,
             factor, shift, *self._pressure_part(factor),
         )
 
@@ -510,7 +526,8 @@ class CylindricalSolver(PencilSolver):
         pressure = self.halo.interior(self.p)
         sums = np.zeros(len(positions))
         for index, position in enumerate(positions):
-            cell = min(int(position / self.dx), self.grid.shape[0] - 1)
+            cell = min(int(np.searchsorted(self.grid.faces_x, position, side="right")) - 1,
+                       self.grid.shape[0] - 1)
             if pressure.size and pencil.start[0] <= cell < pencil.stop[0]:
                 sums[index] = np.sum(pressure[cell - pencil.start[0]] * weights)
         return self.decomposition.sum_arrays(sums) / self.grid.shape[2]
@@ -518,7 +535,7 @@ class CylindricalSolver(PencilSolver):
     def _convective_rate(self) -> float:
         """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""
         rate = stencils.convective_rate(
-            self.u, self.q, self.w, self.grid.centres_y, self.grid.widths_y, self.dx,
+            self.u, self.q, self.w, self.grid.centres_y, self.grid.widths_y, self.x_metrics,
             self.dt_theta,
         )
         return self.decomposition.maximum(rate)
@@ -542,7 +559,8 @@ class CylindricalSolver(PencilSolver):
         derivative, the θ couplings (largest at the first ring) and the θ second derivative
         from the first row beyond the core."""
         first = self.grid.centres_y[0]
-        rate = self.viscosity * (4.0 / self.dx**2 + 4.0 / (first**2 * self.dt_theta))
+        rate = self.viscosity * (4.0 / self.grid.widths_x.min() ** 2
+                                 + 4.0 / (first**2 * self.dt_theta))
         if core_rows < self.grid.shape[1]:
             inner = self.grid.centres_y[core_rows]
             rate += self.viscosity * 4.0 / (inner * self.dt_theta) ** 2
@@ -554,7 +572,8 @@ class CylindricalSolver(PencilSolver):
         runs (its own core)."""
         grid, nu = self.grid, self.viscosity
         first, widths = grid.centres_y[0], grid.widths_y
-        explicit = 4 / self.dx**2 + 4 / widths.min() ** 2 + 4 / (first * self.dt_theta) ** 2
+        explicit = (4 / grid.widths_x.min() ** 2 + 4 / widths.min() ** 2
+                    + 4 / (first * self.dt_theta) ** 2)
         core = int(np.count_nonzero(grid.centres_y < core_radius * grid.radius))
         return {
             "fully_explicit": 2.51 / (nu * explicit),

@@ -134,6 +134,7 @@ class IncompressibleSolver(PencilSolver):
         """Estimated bytes per rank and on rank 0 (see ``BYTES_PER_CELL``)."""
         cells = math.prod(config.grid.cells)
         each = cls.BASE_BYTES + cls.BYTES_PER_CELL * -(-cells // ranks)
+        each += config.grid.x_zone_bytes()
         return each, each + cls.ROOT_EXTRA_BYTES
 
     @classmethod
@@ -199,7 +200,11 @@ class IncompressibleSolver(PencilSolver):
         )
         self.timer = PhaseClock()
         self.metrics = stencils.YMetrics.from_grid(grid)
-        self.dx, self.dz = grid.spacing_x, grid.spacing_z
+        pencil = decomposition.pencils["y"]
+        # The x spacings of this rank's cells; one dx where x is uniform (the fused pass's).
+        self.x_metrics = stencils.XMetrics.from_grid(grid, pencil.start[0], pencil.stop[0])
+        self.dx = grid.spacing_x if grid.uniform_x else None
+        self.dz = grid.spacing_z
         self.time = 0.0
         self.steps = 0
         self._previous = None
@@ -222,6 +227,9 @@ class IncompressibleSolver(PencilSolver):
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
         self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
+        if subgrid is not None and not grid.uniform_x:
+            raise ValueError("a subgrid model needs a uniform x so far (the grid has an "
+                             f"x_zone {grid.x_zone!r})")
         self._set_up_subgrid(CartesianSubgridStress, subgrid)
         if self.subgrid is not None:
             self._fused = False
@@ -275,15 +283,19 @@ class IncompressibleSolver(PencilSolver):
         )
         direction = np.zeros((*mesh[0].shape, 3))
         direction[..., "uvw".index(component)] = 1.0
-        # A point's control volume across y: its cell's width, or for v (on a face) the
-        # distance between the centres either side (both differ from the step up a
-        # stretched y).
+        # A point's control volume across x and y: its cell's width, or for the component
+        # on that axis's faces the distance between the centres either side (both differ
+        # from the step up a stretched axis).
         grid = self.grid
         extents = grid.centre_distances_y()[1:] if component == "v" else grid.widths_y
         ghosts = (len(axes[1]) - len(extents)) // 2  # none on a rank without cells
         extents = np.pad(extents, ghosts, mode="edge")[None, :, None]
+        x_extents = self.x_metrics.gap if component == "u" else self.x_metrics.width
+        if len(x_extents) != len(axes[0]):  # a rank without cells
+            x_extents = steps[0].ravel()
         return immersed.ComponentPoints(
-            np.stack(mesh, axis=-1), steps, direction, 1.0, steps[0] * extents * steps[2]
+            np.stack(mesh, axis=-1), steps, direction, 1.0,
+            x_extents[:, None, None] * extents * steps[2],
         )
 
     # -- boundaries --------------------------------------------------------------------------
@@ -364,7 +376,7 @@ class IncompressibleSolver(PencilSolver):
         u, v, w, each one array of shape ``(3, nx, ny, nz)`` (owned points); without walls
         every term is explicit and the implicit ones are zero. ``first``: the step's first
         substep (where a dynamic subgrid model updates its coefficient)."""
-        metrics, dx, dz, nu = self.metrics, self.dx, self.dz, self.viscosity
+        metrics, dx, dz, nu = self.metrics, self.x_metrics, self.dz, self.viscosity
         # Not the array holding the previous substep's terms.
         other = self._explicit_terms[0] is self._previous
         if self._explicit_terms[other] is None:
@@ -381,7 +393,7 @@ class IncompressibleSolver(PencilSolver):
             for index, field in enumerate((self.u, self.v, self.w)):
                 stencils.add_viscous(
                     field, metrics, dx, dz, nu, explicit[index], at_faces=index == 1,
-                    out_y=implicit[index] if self.walls else None,
+                    out_y=implicit[index] if self.walls else None, at_x_faces=index == 0,
                 )
         if self.subgrid is not None:
             with self.timer("subgrid"):
@@ -492,7 +504,7 @@ class IncompressibleSolver(PencilSolver):
         work = self.poisson.work
         if not taken:
             return stencils.divergence(
-                self.u, self.v, self.w, self.metrics, self.dx, self.dz, scale, out=work,
+                self.u, self.v, self.w, self.metrics, self.x_metrics, self.dz, scale, out=work,
                 rows=rows,
             )
         # The planes left read u's ghosts below in x (and, z split, w's in z: a whole
@@ -525,7 +537,7 @@ class IncompressibleSolver(PencilSolver):
         """``u -= factor ∇φ`` on the owned faces (not the wall faces), ``u += shift[y]``,
         φ's part of the step's pressure (:meth:`_pressure_part`)."""
         stencils.subtract_gradient(
-            self.u, self.v, self.w, self.potential, self.metrics, self.dx, self.dz, factor,
+            self.u, self.v, self.w, self.potential, self.metrics, self.x_metrics, self.dz, factor,
             self.walls, shift, *self._pressure_part(factor),
         )
 
@@ -554,8 +566,8 @@ class IncompressibleSolver(PencilSolver):
         """max over cells of |u|/Δx + |v|/Δy + |w|/Δz (collective)."""
         interior = self.halo.interior
         rate = reductions.convective_rate(
-            interior(self.u), interior(self.v), interior(self.w), self.dx, self.grid.widths_y,
-            self.dz,
+            interior(self.u), interior(self.v), interior(self.w), self.x_metrics.width[1:-1],
+            self.grid.widths_y, self.dz,
         )
         return self._max(rate)
 
@@ -569,7 +581,7 @@ class IncompressibleSolver(PencilSolver):
         RK3 is stable up to CFL √3 for advection and down to -2.51 on the real axis for
         the explicit viscous terms (the wall-normal ones are implicit with walls).
         """
-        inverse_squares = 1.0 / self.dx**2 + 1.0 / self.dz**2
+        inverse_squares = 1.0 / self.grid.widths_x.min() ** 2 + 1.0 / self.dz**2
         if not self.walls:
             inverse_squares += 1.0 / self.grid.widths_y.min() ** 2
         viscous = self._subgrid_time_step(2.51 / (self.viscosity * 4.0 * inverse_squares))
@@ -636,7 +648,8 @@ class IncompressibleSolver(PencilSolver):
         for name, field, owned in (("u", self.u, u), ("v", self.v, v), ("w", self.w, w)):
             laplacian.fill(0.0)
             stencils.add_viscous(
-                field, self.metrics, self.dx, self.dz, 1.0, laplacian, at_faces=name == "v"
+                field, self.metrics, self.x_metrics, self.dz, 1.0, laplacian,
+                at_faces=name == "v", at_x_faces=name == "u",
             )
             work += self._cell_mean(reductions.y_weighted_dot(owned, laplacian, weights))
         stats = {

@@ -48,6 +48,15 @@ class PencilGridSection:
     x_boundaries: Literal["periodic", "inflow-outflow"] = "periodic"
     inflow_profile: Literal["uniform", "laminar"] = "uniform"  # laminar: developed
     inflow_velocity: Positive = 1.0
+    # With x_zone_cells > 0 (an open x only): a uniform band [start, stop] of x with that
+    # many cells, the others growing geometrically to the inflow and the outflow.
+    x_zone: tuple[float, float] = (0.0, 0.0)
+    x_zone_cells: int = 0
+
+    def x_zone_bytes(self) -> int:
+        """Bytes a stretched x adds on every rank: the pressure solve's two dense x
+        matrices and the decomposition's work (one more while it is computed)."""
+        return 3 * 8 * self.cells[0] ** 2 if self.x_zone_cells else 0
 
 
 @dataclass(frozen=True)
@@ -277,9 +286,33 @@ def check_cartesian(config, require) -> None:
         require(outer // 2 * spacing <= 0.5 * (grid.lengths[1] - grid.core_width),
                 "grid.core_cells", "enough for the core to be finer than the cells outside "
                 "it (their widths grow from the core's spacing)", grid.core_cells)
+    if grid.x_zone_cells:
+        _check_x_zone(config, require, grid.lengths[0], "lengths[0]")
     _check_open_x(config, require)
     _check_bodies(config, require, oscillations=True)
     _check_isotropic(config, require)
+
+
+def _check_x_zone(config, require, length: float, name: str) -> None:
+    grid = config.grid
+    start, stop = grid.x_zone
+    require(grid.x_boundaries == "inflow-outflow", "grid.x_zone_cells",
+            '0 unless x_boundaries = "inflow-outflow" (a periodic x is uniform)',
+            grid.x_zone_cells)
+    require(0 <= start < stop <= length, "grid.x_zone",
+            f"[start, stop] with 0 <= start < stop <= {name} = {length}", list(grid.x_zone))
+    outer = grid.cells[0] - grid.x_zone_cells
+    sides = (start > 0) + (stop < length)
+    require(0 < grid.x_zone_cells and outer >= sides and (sides or not outer),
+            "grid.x_zone_cells", f"positive, leaving at least a cell of the {grid.cells[0]} "
+            "in x on each side of the zone that is not at an end", grid.x_zone_cells)
+    spacing = (stop - start) / grid.x_zone_cells
+    require(outer * spacing <= length - (stop - start) + 1e-12 * length,
+            "grid.x_zone_cells", "enough for the zone to be finer than the cells outside it "
+            "(their widths grow from the zone's spacing)", grid.x_zone_cells)
+    require(config.les.model == "none", "les.model",
+            '"none" on a grid with x_zone (the subgrid kernels take a uniform x so far)',
+            config.les.model)
 
 
 def _check_isotropic(config, require) -> None:
@@ -309,6 +342,8 @@ def check_cylindrical(config, require) -> None:
             "cylinder.clustering", "'walls', or 'axis' with inner_radius = 0",
             cylinder.clustering)
     require(config.grid.cells[1] >= 3, "grid.cells", "at least 3 cells in r", config.grid.cells)
+    if config.grid.x_zone_cells:
+        _check_x_zone(config, require, cylinder.length, "cylinder.length")
     _check_open_x(config, require)
     _check_bodies(config, require, oscillations=False)
 

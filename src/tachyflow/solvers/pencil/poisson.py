@@ -8,7 +8,10 @@ and a complex FFT in x diagonalise the x and z parts exactly (modified wavenumbe
 leaving one tridiagonal system in y per Fourier mode; the solve inverts the discrete
 operator to round-off. A grid open in x (``periodic_x`` false: an inflow and an outflow,
 zero gradient at both ends) takes a cosine transform (DCT-II) in x instead of the FFT,
-applied to the real and imaginary parts of the z spectrum alike.
+applied to the real and imaginary parts of the z spectrum alike; an open x refined round
+a zone (``grid.uniform_x`` false) takes the eigen-decomposition of its non-uniform x
+operator instead (computed once: :func:`~tachyflow.numerics.fft.stretched_neumann_eigenpairs`),
+a dense matrix product per line through BLAS, the solve otherwise the same.
 
 Data flow, for fields held as y-pencils (the half spectrum in z, ``nz // 2 + 1`` modes,
 has a decomposition of its own with the same process grid)::
@@ -166,6 +169,10 @@ class PoissonSolver:
         self.grid = grid
         self.timer = PhaseClock()
         nx, ny, nz = grid.shape
+        # A stretched x: the matrices of its eigen-decomposition, for every x transform.
+        self._x_eigenpairs = (
+            None if grid.uniform_x else fft.stretched_neumann_eigenpairs(grid.widths_x)
+        )
         self.real_transposer = transposer or Transposer(decomposition, np.float64)
         self.spectral = PencilDecomposition(
             (nx, ny, fft.half_spectrum_length(nz)), decomposition.proc_grid, decomposition.comm
@@ -197,14 +204,18 @@ class PoissonSolver:
         self._slabs = slabs and slabs_fit
 
         # FFTW does not normalise: scaling the operator by the transforms' factor (nx nz, or
-        # 2 nx nz with the cosine transform in x) instead costs nothing.
-        scale = float(nx * nz) * (1 if grid.periodic_x else 2)
-        lower, diagonal, upper = grid.pressure_bands_y()
-        self.bands = (scale * lower, scale * diagonal, scale * upper)
-        if grid.periodic_x:
+        # 2 nx nz with the cosine transform in x, nz with the orthogonal dense one) instead
+        # costs nothing.
+        if self._x_eigenpairs is not None:
+            scale, eigen_x = float(nz), self._x_eigenpairs[0]
+        elif grid.periodic_x:
+            scale = float(nx * nz)
             eigen_x = fft.laplacian_eigenvalues(nx, grid.spacing_x)
         else:
+            scale = 2.0 * nx * nz
             eigen_x = fft.neumann_laplacian_eigenvalues(nx, grid.spacing_x)
+        lower, diagonal, upper = grid.pressure_bands_y()
+        self.bands = (scale * lower, scale * diagonal, scale * upper)
         eigen_z = fft.laplacian_eigenvalues(nz, grid.spacing_z, fft.half_spectrum_length(nz))
         self._eigenvalues = (scale, eigen_x, eigen_z)
         # A cylindrical grid weights the θ eigenvalue by 1/r² row by row: a second shift.
@@ -300,12 +311,7 @@ class PoissonSolver:
             self._z_backward_to_solution = AxisTransform(
                 self.z_spectrum, solution, 2, "c2r", planning
             )
-        if self.grid.periodic_x:
-            forward, backward, x_data = "forward", "backward", self.x_spectrum
-        else:  # the cosine transform of the real and imaginary parts, side by side in z
-            forward, backward, x_data = "dct", "idct", self.x_spectrum.view(np.float64)
-        self.x_forward = AxisTransform(x_data, x_data, 0, forward, planning)
-        self.x_backward = AxisTransform(x_data, x_data, 0, backward, planning)
+        self.x_forward, self.x_backward = self._x_transforms(self.x_spectrum, 0, planning)
         if self.complex_transposer.slabs:
             shape = self.complex_transposer.local_shape("slab")
             self.slab_spectrum = (
@@ -313,11 +319,25 @@ class PoissonSolver:
                 if shared
                 else fft.empty(shape, np.complex128)
             )
-            slab_data = self.slab_spectrum
-            if not self.grid.periodic_x:
-                slab_data = slab_data.view(np.float64)
-            self.slab_forward = AxisTransform(slab_data, slab_data, 1, forward, planning)
-            self.slab_backward = AxisTransform(slab_data, slab_data, 1, backward, planning)
+            self.slab_forward, self.slab_backward = self._x_transforms(
+                self.slab_spectrum, 1, planning
+            )
+
+    def _x_transforms(self, spectrum: np.ndarray, axis: int, planning: str):
+        """The forward and backward x transforms of a complex ``spectrum`` along ``axis``,
+        in place: the FFT of a periodic x; with an open one the cosine transform (or, x
+        stretched, the dense eigenvector products) of the real and imaginary parts, side by
+        side in z."""
+        if self.grid.periodic_x:
+            return (AxisTransform(spectrum, spectrum, axis, "forward", planning),
+                    AxisTransform(spectrum, spectrum, axis, "backward", planning))
+        data = spectrum.view(np.float64)
+        if self._x_eigenpairs is not None:
+            _, forward, backward = self._x_eigenpairs
+            return (fft.DenseAxisTransform(data, axis, forward),
+                    fft.DenseAxisTransform(data, axis, backward))
+        return (AxisTransform(data, data, axis, "dct", planning),
+                AxisTransform(data, data, axis, "idct", planning))
 
     def _plan_windows(self, chunks: int, planning: str) -> None:
         """The overlapped solve's plans: per window a transposer of each exchange, the
@@ -350,7 +370,6 @@ class PoissonSolver:
         (x0, _, z0), (x1, _, _) = pencil.start, pencil.stop
         if not self.x_whole:
             bounds = split_bounds(local_z, max(1, min(chunks, local_z)))
-            periodic = self.grid.periodic_x
             memory = self.x_spectrum.reshape(-1)
             for start, stop in itertools.pairwise(bounds):
                 transposer = Transposer(
@@ -359,17 +378,13 @@ class PoissonSolver:
                 shape = transposer.local_shape("x")
                 offset = int(np.prod(self.x_spectrum.shape[:2])) * int(start)
                 x_spectrum = memory[offset : offset + int(np.prod(shape))].reshape(shape)
-                x_data = x_spectrum if periodic else x_spectrum.view(np.float64)
                 planes = slice(start, stop)
+                forward, backward = self._x_transforms(x_spectrum, 0, planning)
                 self._z_windows.append(
                     _Window(
                         spectral=transposer,
-                        forward=AxisTransform(
-                            x_data, x_data, 0, "forward" if periodic else "dct", planning
-                        ),
-                        backward=AxisTransform(
-                            x_data, x_data, 0, "backward" if periodic else "idct", planning
-                        ),
+                        forward=forward,
+                        backward=backward,
                         x_spectrum=x_spectrum,
                         lines=self._lines(
                             self.y_spectrum[:, :, planes], (x0, x1), (z0 + start, z0 + stop)

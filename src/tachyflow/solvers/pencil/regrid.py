@@ -27,11 +27,11 @@ PLACES = {"u": "u", "v": "v", "q": "v", "w": "w", "p": "p"}
 def point_axes(grid, place: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The global coordinates along x, y (r) and z (θ) of the points of ``place`` (u, v, w
     or p) on ``grid``."""
-    nx, _, nz = grid.shape
-    dx, dz = grid.spacing_x, grid.spacing_z
-    x, y, z = (np.arange(nx) + 0.5) * dx, grid.centres_y, (np.arange(nz) + 0.5) * dz
+    nz = grid.shape[2]
+    dz = grid.spacing_z
+    x, y, z = grid.centres_x, grid.centres_y, (np.arange(nz) + 0.5) * dz
     if place == "u":
-        x = x + 0.5 * dx
+        x = grid.faces_x[1:]
     elif place == "v":
         y = grid.faces_y[1:]
     elif place == "w":

@@ -74,7 +74,9 @@ class SurfaceLoads:
         areas = np.asarray(mesh.area_faces, dtype=float)
         low, high = mesh.bounds[0][1], mesh.bounds[1][1]
         rows = (grid.centres_y >= low) & (grid.centres_y <= high)
-        spacings = [grid.spacing_x, float(np.max(grid.widths_y[rows], initial=0.0))]
+        columns = (grid.centres_x >= mesh.bounds[0][0]) & (grid.centres_x <= mesh.bounds[1][0])
+        spacings = [float(np.max(grid.widths_x[columns], initial=0.0)),
+                    float(np.max(grid.widths_y[rows], initial=0.0))]
         if grid.shape[2] > 1:  # a one-cell z is a 2D flow: its span is no spacing
             spacings.append(grid.spacing_z)
         self.distance = float(probe_cells) * max(spacings)
