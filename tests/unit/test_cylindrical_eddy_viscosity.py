@@ -12,6 +12,7 @@ from tachyflow.numerics import cylindrical_eddy_viscosity as cyl
 from tachyflow.numerics import eddy_viscosity as sgs
 from tachyflow.numerics.cylindrical_grid import CylindricalGrid
 from tachyflow.numerics.cylindrical_stencils import RadialMetrics
+from tachyflow.numerics.stencils import XMetrics
 
 K = np.array([[0.0, 1.3, 0.7], [0.9, 0.0, -0.6], [1.1, 0.5, 0.0]])  # wavenumbers
 PHASE = np.array([0.3, -0.2, 0.5])
@@ -51,11 +52,11 @@ def cartesian_point(x, r, theta):
 
 
 def ghosted_positions(grid, metrics):
-    nx, _, nt = grid.shape
-    dx, dt = grid.spacing_x, grid.spacing_z
-    centres_x, centres_t = (np.arange(nx + 2) - 0.5) * dx, (np.arange(nt + 2) - 0.5) * dt
+    nt = grid.shape[2]
+    dt = grid.spacing_z
+    centres_x, centres_t = grid.ghosted_centres_x(), (np.arange(nt + 2) - 0.5) * dt
     return {
-        0: (centres_x + 0.5 * dx, metrics.centre.ravel(), centres_t),
+        0: (grid.ghosted_faces_x(), metrics.centre.ravel(), centres_t),
         1: (centres_x, metrics.face.ravel(), centres_t),
         2: (centres_x, metrics.centre.ravel(), centres_t + 0.5 * dt),
     }
@@ -77,39 +78,55 @@ def cylindrical_fields(grid, rotation=0.0):
     return fields, metrics
 
 
-def grid_of(n, inner_radius):
+def grid_of(n, inner_radius, x_zone=False):
+    """A sector of a pipe or an annulus; with ``x_zone``, an open x refined round its
+    middle third (half the cells there)."""
+    zone = dict(periodic_x=False, x_zone=(1 / 3, 2 / 3, n // 2)) if x_zone else {}
     return CylindricalGrid((n, n, 2 * n), length=1.0, radius=1.0, inner_radius=inner_radius,
-                           sectors=4)
+                           sectors=4, **zone)
 
 
-def eddy_viscosity_error(model, n, inner_radius, rotation=0.0):
-    grid = grid_of(n, inner_radius)
+def eddy_viscosity_error(model, n, inner_radius, rotation=0.0, x_zone=False):
+    grid = grid_of(n, inner_radius, x_zone)
     (u, q, w), metrics = cylindrical_fields(grid, rotation)
     rows = cyl.CylindricalRows(metrics, grid.through_axis)
     out = np.empty(grid.shape)
-    cyl.eddy_viscosity(u, q, w, rows, grid.spacing_x, grid.spacing_z, rotation, model, out)
+    x_metrics = XMetrics.from_grid(grid, 0, n)
+    cyl.eddy_viscosity(u, q, w, rows, x_metrics, grid.spacing_z, rotation, model, out)
     nx, _, nt = grid.shape
-    x = (np.arange(nx) + 0.5) * grid.spacing_x
+    x = grid.centres_x
     theta = (np.arange(nt) + 0.5) * grid.spacing_z
     expected = np.empty(grid.shape)
     work = np.empty((3, 3))
     for j, r in enumerate(grid.centres_y):
-        widths = np.array([grid.spacing_x, grid.widths_y[j], r * grid.spacing_z])
-        delta = float(np.prod(widths)) ** (1 / 3)
         for i in range(nx):
+            widths = np.array([grid.widths_x[i], grid.widths_y[j], r * grid.spacing_z])
+            delta = float(np.prod(widths)) ** (1 / 3)
             for k in range(nt):
                 e = basis(np.array(theta[k]))
                 g = e @ cartesian_gradient(*cartesian_point(x[i], r, theta[k])) @ e.T
                 expected[i, j, k] = sgs.model_value(sgs.MODELS.index(model), g, widths, delta,
                                                     sgs.CONSTANTS[model], 1.0, work)
-    return np.abs(out - expected).max() / np.abs(expected).max()
+    return np.abs(out - expected)[interior_x(x_zone)].max() / np.abs(expected).max()
 
 
+def interior_x(x_zone: bool) -> slice:
+    """The x cells whose errors count: on an open x not the two end cells, whose ghosts
+    mirror them (a kink in the spacing, first order there: the boundary condition's part,
+    not the operator's)."""
+    return slice(1, -1) if x_zone else slice(None)
+
+
+@pytest.mark.parametrize("x_zone", [False, True], ids=["uniform-x", "x-zone"])
 @pytest.mark.parametrize("model", sgs.MODELS)
-def test_eddy_viscosity_is_second_order_in_an_annulus(model):
-    coarse, fine = (eddy_viscosity_error(model, n, 0.4) for n in (8, 16))
+def test_eddy_viscosity_is_second_order_in_an_annulus(model, x_zone):
+    levels = (16, 32) if x_zone else (8, 16)
+    coarse, fine = (eddy_viscosity_error(model, n, 0.4, x_zone=x_zone) for n in levels)
     assert fine < 0.03
-    assert coarse / fine > 3.2  # second order: 4 in the limit
+    # Second order: 4 in the limit. With the zone 2.5 to 2.7 measured from 16 to 32 cells:
+    # at 16 the sides' 4 cells ramp their ratio over one (a kink in the spacing), and 64
+    # cells cost this test's point-by-point reference a minute.
+    assert coarse / fine > (2.4 if x_zone else 3.2)
 
 
 def test_eddy_viscosity_through_the_axis_converges():
@@ -124,19 +141,19 @@ def test_the_frame_rotation_is_added_back(model):
                                                                               rel=1e-9)
 
 
-def stress_error(n, inner_radius, beyond=0.0):
+def stress_error(n, inner_radius, beyond=0.0, x_zone=False):
     """The largest error of each component relative to its largest value, over the rows
     beyond the radius ``beyond``."""
-    grid = grid_of(n, inner_radius)
+    grid = grid_of(n, inner_radius, x_zone)
     (u, q, w), metrics = cylindrical_fields(grid)
     rows = cyl.CylindricalRows(metrics, grid.through_axis)
-    nx, _, nt = grid.shape
-    dx, dt = grid.spacing_x, grid.spacing_z
-    centres_x, centres_t = (np.arange(nx + 2) - 0.5) * dx, (np.arange(nt + 2) - 0.5) * dt
+    nt = grid.shape[2]
+    dt = grid.spacing_z
+    centres_x, centres_t = grid.ghosted_centres_x(), (np.arange(nt + 2) - 0.5) * dt
     x, r, theta = np.meshgrid(centres_x, metrics.centre.ravel(), centres_t, indexing="ij")
     nu = viscosity(*cartesian_point(x, r, theta))
     out = np.zeros((3, *grid.shape))
-    cyl.add_stress_divergence(u, q, w, nu, rows, dx, dt, out)
+    cyl.add_stress_divergence(u, q, w, nu, rows, XMetrics.from_grid(grid, 0, n), dt, out)
     errors = []
     for component, axes in ghosted_positions(grid, metrics).items():
         x, r, theta = (a[1:-1, 1:-1, 1:-1] for a in np.meshgrid(*axes, indexing="ij"))
@@ -152,13 +169,17 @@ def stress_error(n, inner_radius, beyond=0.0):
             local, computed = local[:, :-1], computed[:, :-1] / r[:, :-1]  # not the wall face
             r = r[:, :-1]
         far = r[0, :, 0] > beyond
-        error = np.abs(computed - local)[:, far].max()
+        error = np.abs(computed - local)[interior_x(x_zone)][:, far].max()
         errors.append(error / np.abs(local).max())
     return np.array(errors)
 
 
-def test_stress_divergence_is_second_order_in_an_annulus():
-    coarse, fine = (stress_error(n, 0.4) for n in (8, 16))
+@pytest.mark.parametrize("x_zone", [False, True], ids=["uniform-x", "x-zone"])
+def test_stress_divergence_is_second_order_in_an_annulus(x_zone):
+    # (The zone's growth ratio rises smoothly over a quarter of the cells outside it from
+    # 32 cells on: the asymptotic order from there.)
+    levels = (32, 64) if x_zone else (8, 16)
+    coarse, fine = (stress_error(n, 0.4, x_zone=x_zone) for n in levels)
     assert np.all(fine < 0.01)
     assert np.all(coarse / fine > 2.8)  # 2.9 at the hub's first row, 4 beyond
 

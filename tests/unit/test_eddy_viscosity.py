@@ -1,6 +1,7 @@
 """Subgrid-scale eddy viscosities against hand-computed values, and their stress's
 divergence against the identity ∂_j(2ν S_ij) = ν ∇²u_i + ν ∂_i(∇·u) at constant ν."""
 
+import itertools
 import math
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 from tachyflow.numerics import eddy_viscosity as sgs
 from tachyflow.numerics.grid import StaggeredGrid
-from tachyflow.numerics.stencils import YMetrics, add_viscous
+from tachyflow.numerics.stencils import XMetrics, YMetrics, add_viscous
 
 DELTA = 0.1
 WIDTHS = np.array([0.1, 0.05, 0.2])  # an anisotropic cell for Vreman's model
@@ -75,15 +76,15 @@ def test_a_three_dimensional_gradient_by_the_definitions():
 
 def ghosted_linear_field(grid, g):
     """u, v, w ghosted at their staggered places for the velocity u_a = g_ab x_b."""
-    nx, _, nz = grid.shape
-    dx, dz = grid.spacing_x, grid.spacing_z
+    nz = grid.shape[2]
+    dz = grid.spacing_z
     widths = grid.widths_y
     faces = np.concatenate(([-widths[0]], np.cumsum(np.concatenate(([0.0], widths)))))
     faces = np.append(faces, faces[-1] + widths[-1])  # y faces of the ghost cells too
     centres = 0.5 * (faces[:-1] + faces[1:])
-    x_centres = (np.arange(nx + 2) - 0.5) * dx
+    x_centres, x_faces = grid.ghosted_centres_x(), grid.ghosted_faces_x()
     z_centres = (np.arange(nz + 2) - 0.5) * dz
-    x_faces, z_faces = x_centres + 0.5 * dx, z_centres + 0.5 * dz
+    z_faces = z_centres + 0.5 * dz
     at = {
         0: np.meshgrid(x_faces, centres, z_centres, indexing="ij"),
         1: np.meshgrid(x_centres, faces[1:], z_centres, indexing="ij"),
@@ -92,18 +93,29 @@ def ghosted_linear_field(grid, g):
     return [sum(g[a][b] * at[a][b] for b in range(3)) for a in range(3)]
 
 
+def a_grid(kind: str, shape, lengths, stretching: float) -> StaggeredGrid:
+    """Uniform in x, or (``"x-zone"``) an open x refined round its middle third."""
+    if kind == "uniform-x":
+        return StaggeredGrid(shape, lengths, periodic_y=False, stretching=stretching)
+    third = lengths[0] / 3
+    return StaggeredGrid(shape, lengths, periodic_y=False, stretching=stretching,
+                         periodic_x=False, x_zone=(third, 2 * third, shape[0] // 2))
+
+
 @pytest.mark.parametrize("model", sgs.MODELS)
-@pytest.mark.parametrize("stretching", [0.0, 1.8])
-def test_the_field_kernel_equals_the_point_values_on_linear_fields(model, stretching):
-    grid = StaggeredGrid((6, 7, 5), (1.0, 2.0, 0.8), periodic_y=False, stretching=stretching)
+@pytest.mark.parametrize(("kind", "stretching"),
+                         [("uniform-x", 0.0), ("uniform-x", 1.8), ("x-zone", 1.8)])
+def test_the_field_kernel_equals_the_point_values_on_linear_fields(model, kind, stretching):
+    grid = a_grid(kind, (6, 7, 5), (1.0, 2.0, 0.8), stretching)
     g = np.array([[0.3, -1.2, 0.7], [0.4, 0.1, -0.5], [-0.9, 0.6, -0.4]])
     u, v, w = ghosted_linear_field(grid, g)
     out = np.empty(grid.shape)
-    sgs.eddy_viscosity(u, v, w, YMetrics.from_grid(grid), grid.spacing_x, grid.spacing_z,
-                       model, out)
+    sgs.eddy_viscosity(u, v, w, YMetrics.from_grid(grid), XMetrics.from_grid(grid, 0, 6),
+                       grid.spacing_z, model, out)
     work = np.empty((3, 3))
-    for j, dy in enumerate(grid.widths_y):
-        widths = np.array([grid.spacing_x, dy, grid.spacing_z])
+    for (i, dx), (j, dy) in itertools.product(enumerate(grid.widths_x),
+                                              enumerate(grid.widths_y)):
+        widths = np.array([dx, dy, grid.spacing_z])
         delta = float(np.prod(widths)) ** (1 / 3)
         if model == "smagorinsky":
             expected = sgs.smagorinsky_value(g, delta, CS, 1.0)
@@ -111,7 +123,7 @@ def test_the_field_kernel_equals_the_point_values_on_linear_fields(model, stretc
             expected = sgs.vreman_value(g, widths, C, work)
         else:
             expected = sgs.wale_value(g, delta, CW, work)
-        np.testing.assert_allclose(out[:, j, :], expected, rtol=1e-12)
+        np.testing.assert_allclose(out[i, j, :], expected, rtol=1e-12)
 
 
 def test_bad_input_is_refused():
@@ -133,26 +145,31 @@ def test_van_driest_damping():
     np.testing.assert_allclose(damping, [0.0, 1 - math.exp(-1), 1 - math.exp(-1000 / 26)])
 
 
-@pytest.mark.parametrize("stretching", [0.0, 2.0])
-def test_constant_viscosity_stress_is_the_laplacian_plus_the_divergence_gradient(stretching):
+@pytest.mark.parametrize(("kind", "stretching"),
+                         [("uniform-x", 0.0), ("uniform-x", 2.0), ("x-zone", 2.0)])
+def test_constant_viscosity_stress_is_the_laplacian_plus_the_divergence_gradient(kind,
+                                                                                stretching):
     rng = np.random.default_rng(7)
-    grid = StaggeredGrid((6, 8, 5), (1.0, 2.0, 0.7), periodic_y=False, stretching=stretching)
+    grid = a_grid(kind, (6, 8, 5), (1.0, 2.0, 0.7), stretching)
     metrics = YMetrics.from_grid(grid)
-    dx, dz, nu = grid.spacing_x, grid.spacing_z, 0.37
+    x = XMetrics.from_grid(grid, 0, 6)
+    dz, nu = grid.spacing_z, 0.37
+    dx = x.width[1:-1, None, None]  # the cells' x widths, and (below) the centres' gaps
     shape = tuple(n + 2 for n in grid.shape)
     u, v, w = (rng.standard_normal(shape) for _ in range(3))
     stress = np.zeros((3, *grid.shape))
-    sgs.add_stress_divergence(u, v, w, np.full(shape, nu), metrics, dx, dz, stress)
+    sgs.add_stress_divergence(u, v, w, np.full(shape, nu), metrics, x, dz, stress)
     laplacian = np.zeros_like(stress)
     for index, field in enumerate((u, v, w)):
-        add_viscous(field, metrics, dx, dz, nu, laplacian[index], at_faces=index == 1)
+        add_viscous(field, metrics, x, dz, nu, laplacian[index], at_faces=index == 1,
+                    at_x_faces=index == 0)
     width = metrics.width.ravel()[None, :, None]
     divergence = ((u[1:-1, 1:-1, 1:-1] - u[:-2, 1:-1, 1:-1]) / dx
                   + (v[1:-1, 1:-1, 1:-1] - v[1:-1, :-2, 1:-1]) / width
                   + (w[1:-1, 1:-1, 1:-1] - w[1:-1, 1:-1, :-2]) / dz)
     gap = metrics.gap.ravel()[None, :-1, None]
     gradient = (
-        (divergence[1:] - divergence[:-1]) / dx,
+        (divergence[1:] - divergence[:-1]) / x.gap[1:-2, None, None],
         (divergence[:, 1:] - divergence[:, :-1]) / gap,
         (divergence[:, :, 1:] - divergence[:, :, :-1]) / dz,
     )

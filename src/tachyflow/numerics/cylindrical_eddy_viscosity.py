@@ -42,6 +42,7 @@ from numba import prange
 from tachyflow.numerics import eddy_viscosity as cartesian
 from tachyflow.numerics.compiled import kernel
 from tachyflow.numerics.cylindrical_stencils import RadialMetrics
+from tachyflow.numerics.stencils import x_metrics
 
 # The rows of CylindricalRows.table.
 CENTRE, WIDTH, UP, DOWN, BEYOND, BELOW, HERE, ABOVE = range(8)
@@ -92,9 +93,10 @@ def _radial_velocity(q, i, j, k, weights):  # pragma: no cover
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _gradient(u, q, w, i, j, k, dx, dt, rows, rotation, g):  # pragma: no cover
+def _gradient(u, q, w, i, j, k, dx, along, dt, rows, rotation, g):  # pragma: no cover
     # g[a, b] = ∂u_a/∂x_b of the inertial velocity at the centre of cell (i, j, k), in the
-    # local basis (x, r, θ). rows: CylindricalRows.table.
+    # local basis (x, r, θ). rows: CylindricalRows.table; dx: the cell's x width, along:
+    # half the distance from centre i-1 to i+1.
     weights, centre, width = rows, rows[CENTRE], rows[WIDTH]
     below, here, above = rows[BELOW], rows[HERE], rows[ABOVE]
     r = centre[j]
@@ -108,44 +110,46 @@ def _gradient(u, q, w, i, j, k, dx, dt, rows, rotation, g):  # pragma: no cover
     g[0, 2] = 0.25 * (u[i, j, k + 1] + u[i - 1, j, k + 1]
                       - u[i, j, k - 1] - u[i - 1, j, k - 1]) / arc
     g[1, 0] = 0.5 * (_radial_velocity(q, i + 1, j, k, weights)
-                     - _radial_velocity(q, i - 1, j, k, weights)) / dx
+                     - _radial_velocity(q, i - 1, j, k, weights)) / along
     g[1, 1] = (q[i, j, k] - q[i, j - 1, k]) / (r * width[j]) - ur / r
     g[1, 2] = (0.5 * (_radial_velocity(q, i, j, k + 1, weights)
                       - _radial_velocity(q, i, j, k - 1, weights))) / arc - wc / r - rotation
     g[2, 0] = 0.25 * (w[i + 1, j, k] + w[i + 1, j, k - 1]
-                      - w[i - 1, j, k] - w[i - 1, j, k - 1]) / dx
+                      - w[i - 1, j, k] - w[i - 1, j, k - 1]) / along
     g[2, 1] = 0.5 * (below[j] * (w[i, j - 1, k] + w[i, j - 1, k - 1]) + here[j] * 2.0 * wc
                      + above[j] * (w[i, j + 1, k] + w[i, j + 1, k - 1])) + rotation
     g[2, 2] = (w[i, j, k] - w[i, j, k - 1]) / arc + ur / r
 
 
 @kernel(error_model="numpy", parallel=True)
-def _eddy_viscosity(u, q, w, dx, dt, rows, rotation, model, constant, damping,
+def _eddy_viscosity(u, q, w, width_x, gap_x, dt, rows, rotation, model, constant, damping,
                     out):  # pragma: no cover
     nx, nr, nt = out.shape
     centre, width = rows[CENTRE], rows[WIDTH]
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        dx, along = width_x[i], 0.5 * (gap_x[i - 1] + gap_x[i])
         for j in range(1, nr + 1):
             widths[0], widths[1], widths[2] = dx, width[j], centre[j] * dt
             delta = (widths[0] * widths[1] * widths[2]) ** (1.0 / 3.0)
             for k in range(1, nt + 1):
-                _gradient(u, q, w, i, j, k, dx, dt, rows, rotation, g)
+                _gradient(u, q, w, i, j, k, dx, along, dt, rows, rotation, g)
                 out[i - 1, j - 1, k - 1] = cartesian.model_value(
                     model, g, widths, delta, constant, damping[j - 1], work)
 
 
 @kernel(error_model="numpy", parallel=True)
-def _vreman_parts(u, q, w, dx, dt, rows, rotation, parts):  # pragma: no cover
+def _vreman_parts(u, q, w, width_x, gap_x, dt, rows, rotation, parts):  # pragma: no cover
     nx, nr, nt = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     centre, width = rows[CENTRE], rows[WIDTH]
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        dx, along = width_x[i], 0.5 * (gap_x[i - 1] + gap_x[i])
         velocity = np.empty(3)
         for j in range(1, nr + 1):
             widths[0], widths[1], widths[2] = dx, width[j], centre[j] * dt
             for k in range(1, nt + 1):
-                _gradient(u, q, w, i, j, k, dx, dt, rows, rotation, g)
+                _gradient(u, q, w, i, j, k, dx, along, dt, rows, rotation, g)
                 # The inertial velocity in the local basis (x, r, θ).
                 velocity[0] = 0.5 * (u[i, j, k] + u[i - 1, j, k])
                 velocity[1] = _radial_velocity(q, i, j, k, rows)
@@ -161,18 +165,18 @@ def _edge(nu, i, j, k, a, b, c, d, e, f):  # pragma: no cover
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _xr(u, q, nu, i, j, k, dx, gap, inverse_face):  # pragma: no cover
+def _xr(u, q, nu, i, j, k, gap_x, gap, inverse_face):  # pragma: no cover
     # τ_xr on the edge (i + 1/2, j + 1/2, k).
     return _edge(nu, i, j, k, 1, 0, 0, 0, 1, 0) * (
         (u[i, j + 1, k] - u[i, j, k]) / gap[j]
-        + (q[i + 1, j, k] - q[i, j, k]) * inverse_face[j] / dx)
+        + (q[i + 1, j, k] - q[i, j, k]) * inverse_face[j] / gap_x[i])
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _xt(u, w, nu, i, j, k, dx, arc):  # pragma: no cover
+def _xt(u, w, nu, i, j, k, gap_x, arc):  # pragma: no cover
     # τ_xθ on the edge (i + 1/2, j, k + 1/2); arc = r Δθ of row j.
     return _edge(nu, i, j, k, 1, 0, 0, 0, 0, 1) * (
-        (u[i, j, k + 1] - u[i, j, k]) / arc + (w[i + 1, j, k] - w[i, j, k]) / dx)
+        (u[i, j, k + 1] - u[i, j, k]) / arc + (w[i + 1, j, k] - w[i, j, k]) / gap_x[i])
 
 
 @numba.njit(error_model="numpy", inline="always")
@@ -186,48 +190,50 @@ def _rt(q, w, nu, i, j, k, dt, centre, gap, inverse_face):  # pragma: no cover
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _normal(u, q, w, nu, i, j, k, dx, dt, centre, width, weights):  # pragma: no cover
+def _normal(u, q, w, nu, i, j, k, width_x, dt, centre, width, weights):  # pragma: no cover
     # τ_xx, τ_rr, τ_θθ at the centre of cell (i, j, k).
     r = centre[j]
     ur = _radial_velocity(q, i, j, k, weights) / r
     twice = 2.0 * nu[i, j, k]
-    return (twice * (u[i, j, k] - u[i - 1, j, k]) / dx,
+    return (twice * (u[i, j, k] - u[i - 1, j, k]) / width_x[i],
             twice * ((q[i, j, k] - q[i, j - 1, k]) / (r * width[j]) - ur),
             twice * ((w[i, j, k] - w[i, j, k - 1]) / (r * dt) + ur))
 
 
 @kernel(error_model="numpy", parallel=True)
-def _add_stress_divergence(u, q, w, nu, dx, dt, rows, inverse_face, face, gap,
+def _add_stress_divergence(u, q, w, nu, wx, gx, dt, rows, inverse_face, face, gap,
                            out_u, out_q, out_w):  # pragma: no cover
+    # wx, gx: the x widths and centre-to-centre distances (XMetrics' width and gap).
     nx, nr, nt = out_u.shape
     centre, width, weights = rows[CENTRE], rows[WIDTH], rows
     for i in prange(1, nx + 1):
+        dx, dx_face = wx[i], gx[i]  # q's and w's control volume in x, and u's
         for j in range(1, nr + 1):
             r, r_above = centre[j], centre[j + 1]
             arc = r * dt
             cell = 1.0 / (r * width[j])
             for k in range(1, nt + 1):
-                xx, rr, tt = _normal(u, q, w, nu, i, j, k, dx, dt, centre, width, weights)
-                xx_next = _normal(u, q, w, nu, i + 1, j, k, dx, dt, centre, width, weights)[0]
-                xr_up = _xr(u, q, nu, i, j, k, dx, gap, inverse_face)
-                xr_down = _xr(u, q, nu, i, j - 1, k, dx, gap, inverse_face)
-                xt_up = _xt(u, w, nu, i, j, k, dx, arc)
-                xt_down = _xt(u, w, nu, i, j, k - 1, dx, arc)
+                xx, rr, tt = _normal(u, q, w, nu, i, j, k, wx, dt, centre, width, weights)
+                xx_next = _normal(u, q, w, nu, i + 1, j, k, wx, dt, centre, width, weights)[0]
+                xr_up = _xr(u, q, nu, i, j, k, gx, gap, inverse_face)
+                xr_down = _xr(u, q, nu, i, j - 1, k, gx, gap, inverse_face)
+                xt_up = _xt(u, w, nu, i, j, k, gx, arc)
+                xt_down = _xt(u, w, nu, i, j, k - 1, gx, arc)
                 out_u[i - 1, j - 1, k - 1] += (
-                    (xx_next - xx) / dx + (face[j] * xr_up - face[j - 1] * xr_down) * cell
+                    (xx_next - xx) / dx_face + (face[j] * xr_up - face[j - 1] * xr_down) * cell
                     + (xt_up - xt_down) / arc)
                 rt_up = _rt(q, w, nu, i, j, k, dt, centre, gap, inverse_face)
                 rt_down = _rt(q, w, nu, i, j - 1, k, dt, centre, gap, inverse_face)
-                tt_next = _normal(u, q, w, nu, i, j, k + 1, dx, dt, centre, width, weights)[2]
-                xt_back = _xt(u, w, nu, i - 1, j, k, dx, arc)
+                tt_next = _normal(u, q, w, nu, i, j, k + 1, wx, dt, centre, width, weights)[2]
+                xt_back = _xt(u, w, nu, i - 1, j, k, gx, arc)
                 out_w[i - 1, j - 1, k - 1] += (
                     (face[j] ** 2 * rt_up - face[j - 1] ** 2 * rt_down) * cell / r
                     + (tt_next - tt) / arc + (xt_up - xt_back) / dx)
                 if j == nr:  # the outer wall face: q stays 0
                     continue
-                above = _normal(u, q, w, nu, i, j + 1, k, dx, dt, centre, width, weights)
+                above = _normal(u, q, w, nu, i, j + 1, k, wx, dt, centre, width, weights)
                 rt_back = _rt(q, w, nu, i, j, k - 1, dt, centre, gap, inverse_face)
-                xr_back = _xr(u, q, nu, i - 1, j, k, dx, gap, inverse_face)
+                xr_back = _xr(u, q, nu, i - 1, j, k, gx, gap, inverse_face)
                 rf = face[j]
                 radial = ((r_above * above[1] - r * rr) / (rf * gap[j])
                           - 0.5 * (tt + above[2]) / rf + (rt_up - rt_back) / (rf * dt)
@@ -241,11 +247,13 @@ def _check_shapes(u, out):
         raise ValueError(f"out has shape {out.shape}, expected the owned cells' {shape}")
 
 
-def eddy_viscosity(u, q, w, rows: CylindricalRows, dx: float, dt: float, rotation: float,
+def eddy_viscosity(u, q, w, rows: CylindricalRows, dx, dt: float, rotation: float,
                    model: str, out: np.ndarray, constant: float | None = None,
                    damping: np.ndarray | None = None) -> np.ndarray:
     """ν_t of ``model`` at the owned cell centres into ``out`` (shape of the owned cells);
-    ``dt`` the θ spacing, ``rotation`` the frame's Ω; ``constant`` defaults to the model's
+    ``dx`` a uniform spacing or the :class:`~tachyflow.numerics.stencils.XMetrics` of the
+    x range, ``dt`` the θ spacing, ``rotation`` the frame's Ω; ``constant`` defaults to the
+    model's
     (:data:`~tachyflow.numerics.eddy_viscosity.CONSTANTS`), ``damping`` (one factor per
     radial row, Smagorinsky's van Driest damping) to none."""
     if model not in cartesian.MODELS:
@@ -255,32 +263,34 @@ def eddy_viscosity(u, q, w, rows: CylindricalRows, dx: float, dt: float, rotatio
     damping = np.ones(nr) if damping is None else np.asarray(damping, dtype=np.float64)
     if damping.shape != (nr,):
         raise ValueError(f"damping has shape {damping.shape}, expected ({nr},)")
+    x = x_metrics(dx, u)
     _eddy_viscosity(
-        u, q, w, float(dx), float(dt), rows.table, float(rotation),
+        u, q, w, x.width, x.gap, float(dt), rows.table, float(rotation),
         cartesian.MODELS.index(model),
         cartesian.CONSTANTS[model] if constant is None else float(constant), damping, out,
     )
     return out
 
 
-def vreman_parts(u, q, w, rows: CylindricalRows, dx: float, dt: float, rotation: float,
+def vreman_parts(u, q, w, rows: CylindricalRows, dx, dt: float, rotation: float,
                  parts: np.ndarray) -> None:
     """Into the owned cells of ``parts`` (:data:`~tachyflow.numerics.eddy_viscosity.PARTS`
     ghosted arrays) the gradient's parts the dynamic coefficient filters, as
     :func:`tachyflow.numerics.eddy_viscosity.vreman_parts` on the Cartesian grid."""
-    _vreman_parts(u, q, w, float(dx), float(dt), rows.table, float(rotation), parts)
+    x = x_metrics(dx, u)
+    _vreman_parts(u, q, w, x.width, x.gap, float(dt), rows.table, float(rotation), parts)
 
 
-def global_sums(parts: np.ndarray, rows: CylindricalRows, dx: float, dt: float, filtered,
+def global_sums(parts: np.ndarray, rows: CylindricalRows, dx, dt: float, filtered,
                 fluid=None) -> np.ndarray:
     """:func:`tachyflow.numerics.eddy_viscosity.row_global_sums` on the cylindrical grid:
     the cells' widths ``Δx, Δr, r Δθ`` and volumes ``r Δr`` (times ``Δx Δθ``)."""
     centre, width = rows.centre[1:-1], rows.width[1:-1]
-    widths = np.stack([np.full_like(width, dx), width, centre * dt], axis=1)
-    return cartesian.row_global_sums(parts, widths, centre * width, filtered, fluid)
+    widths, factors = cartesian.row_widths_and_x_factors(dx, parts[0], width, centre * dt)
+    return cartesian.row_global_sums(parts, widths, centre * width, filtered, fluid, factors)
 
 
-def add_stress_divergence(u, q, w, nu, rows: CylindricalRows, dx: float, dt: float,
+def add_stress_divergence(u, q, w, nu, rows: CylindricalRows, dx, dt: float,
                           out: np.ndarray) -> None:
     """``out[a] += (∇·(2 ν_t S))_a`` at each component's owned faces (``out``: shape
     ``(3, nx, nr, nθ)``, the radial one times r as ``q``'s terms are; the outer wall face of
@@ -289,5 +299,6 @@ def add_stress_divergence(u, q, w, nu, rows: CylindricalRows, dx: float, dt: flo
     if nu.shape != u.shape:
         raise ValueError(f"nu has shape {nu.shape}, expected the velocity's {u.shape}")
     _check_shapes(u, out[0])
-    _add_stress_divergence(u, q, w, nu, float(dx), float(dt), rows.table,
+    x = x_metrics(dx, u)
+    _add_stress_divergence(u, q, w, nu, x.width, x.gap, float(dt), rows.table,
                            rows.inverse_face, rows.face, rows.gap, out[0], out[1], out[2])

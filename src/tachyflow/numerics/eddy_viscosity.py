@@ -64,6 +64,7 @@ import numpy as np
 from numba import prange
 
 from tachyflow.numerics.compiled import kernel
+from tachyflow.numerics.stencils import XMetrics, x_metrics
 
 MODELS = ("smagorinsky", "vreman", "wale")
 #: The models' constants: Smagorinsky's C_s, Vreman's c, WALE's C_w.
@@ -72,8 +73,9 @@ VAN_DRIEST_A_PLUS = 26.0
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _gradient(u, v, w, i, j, k, dx, dz, dy, across, g):  # pragma: no cover
-    # g[a, b] = ∂u_a/∂x_b at the centre of cell (i, j, k); across: centre j-1 to j+1.
+def _gradient(u, v, w, i, j, k, dx, along, dz, dy, across, g):  # pragma: no cover
+    # g[a, b] = ∂u_a/∂x_b at the centre of cell (i, j, k); across: centre j-1 to j+1;
+    # dx: the cell's x width, along: half the distance from centre i-1 to i+1.
     g[0, 0] = (u[i, j, k] - u[i - 1, j, k]) / dx
     g[1, 1] = (v[i, j, k] - v[i, j - 1, k]) / dy
     g[2, 2] = (w[i, j, k] - w[i, j, k - 1]) / dz
@@ -82,11 +84,11 @@ def _gradient(u, v, w, i, j, k, dx, dz, dy, across, g):  # pragma: no cover
     g[0, 2] = 0.25 * (u[i, j, k + 1] + u[i - 1, j, k + 1]
                       - u[i, j, k - 1] - u[i - 1, j, k - 1]) / dz
     g[1, 0] = 0.25 * (v[i + 1, j, k] + v[i + 1, j - 1, k]
-                      - v[i - 1, j, k] - v[i - 1, j - 1, k]) / dx
+                      - v[i - 1, j, k] - v[i - 1, j - 1, k]) / along
     g[1, 2] = 0.25 * (v[i, j, k + 1] + v[i, j - 1, k + 1]
                       - v[i, j, k - 1] - v[i, j - 1, k - 1]) / dz
     g[2, 0] = 0.25 * (w[i + 1, j, k] + w[i + 1, j, k - 1]
-                      - w[i - 1, j, k] - w[i - 1, j, k - 1]) / dx
+                      - w[i - 1, j, k] - w[i - 1, j, k - 1]) / along
     g[2, 1] = 0.5 * (w[i, j + 1, k] + w[i, j + 1, k - 1]
                      - w[i, j - 1, k] - w[i, j - 1, k - 1]) / across
 
@@ -166,18 +168,19 @@ def model_value(model, g, widths, delta, constant, damping, work):  # pragma: no
 
 @kernel(error_model="numpy", parallel=True)
 def _eddy_viscosity(
-    u, v, w, dx, dz, width, gap, gap_down, model, constant, damping, out
+    u, v, w, width_x, gap_x, dz, width, gap, gap_down, model, constant, damping, out
 ):  # pragma: no cover
     nx, ny, nz = out.shape
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
+        dx, along = width_x[i], 0.5 * (gap_x[i - 1] + gap_x[i])
         for j in range(1, ny + 1):
             dy = width[j - 1]
             across = gap[j - 1] + gap_down[j - 1]
             delta = (dx * dy * dz) ** (1.0 / 3.0)
             widths[0], widths[1], widths[2] = dx, dy, dz
             for k in range(1, nz + 1):
-                _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
+                _gradient(u, v, w, i, j, k, dx, along, dz, dy, across, g)
                 out[i - 1, j - 1, k - 1] = model_value(
                     model, g, widths, delta, constant, damping[j - 1], work)
 
@@ -216,33 +219,38 @@ def store_parts(g, velocity, widths, work, parts, i, j, k):  # pragma: no cover
 
 
 @kernel(error_model="numpy", parallel=True)
-def _vreman_parts(u, v, w, dx, dz, width, gap, gap_down, parts):  # pragma: no cover
+def _vreman_parts(u, v, w, width_x, gap_x, dz, width, gap, gap_down, parts):  # pragma: no cover
     nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     for i in prange(1, nx + 1):
         g, work, widths = np.empty((3, 3)), np.empty((3, 3)), np.empty(3)
         velocity = np.empty(3)
+        dx, along = width_x[i], 0.5 * (gap_x[i - 1] + gap_x[i])
         for j in range(1, ny + 1):
             dy = width[j - 1]
             across = gap[j - 1] + gap_down[j - 1]
             widths[0], widths[1], widths[2] = dx, dy, dz
             for k in range(1, nz + 1):
-                _gradient(u, v, w, i, j, k, dx, dz, dy, across, g)
+                _gradient(u, v, w, i, j, k, dx, along, dz, dy, across, g)
                 velocity[0] = 0.5 * (u[i, j, k] + u[i - 1, j, k])
                 velocity[1] = 0.5 * (v[i, j, k] + v[i, j - 1, k])
                 velocity[2] = 0.5 * (w[i, j, k] + w[i, j, k - 1])
                 store_parts(g, velocity, widths, work, parts, i, j, k)
 
 
-def vreman_parts(u, v, w, metrics, dx: float, dz: float, parts: np.ndarray) -> None:
+def vreman_parts(u, v, w, metrics, dx, dz: float, parts: np.ndarray) -> None:
     """Into the owned cells of ``parts`` (:data:`PARTS` ghosted arrays) what the dynamic
     coefficient filters at each cell centre (:data:`PARTS`; Π_β: Vreman's ν_t with c =
-    1)."""
-    _vreman_parts(u, v, w, float(dx), float(dz), metrics.width.ravel(),
+    1); ``dx`` a uniform spacing or the
+    :class:`~tachyflow.numerics.stencils.XMetrics` of the x range."""
+    x = x_metrics(dx, u)
+    _vreman_parts(u, v, w, x.width, x.gap, float(dz), metrics.width.ravel(),
                   metrics.gap.ravel(), metrics.gap_down.ravel(), parts)
 
 
 @kernel(error_model="numpy", parallel=True)
-def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  # pragma: no cover
+def _global_sums(
+    parts, widths_of_rows, weights, x_factors, filters, scale, fluid, sums
+):  # pragma: no cover
     nx, ny, nz = parts.shape[1] - 2, parts.shape[2] - 2, parts.shape[3] - 2
     masked = fluid.shape[0] > 0
     totals = np.zeros((nx, 4))
@@ -276,7 +284,8 @@ def _global_sums(parts, widths_of_rows, weights, filters, scale, fluid, sums):  
                     filtered[c, k] = total
             for m in range(3):
                 widths[m] = scale[m] * widths_of_rows[j - 1, m]
-            weight = weights[j - 1]
+            widths[0] *= x_factors[i - 1]  # (1 on a uniform x: its width is the row's)
+            weight = weights[j - 1] * x_factors[i - 1]
             for k in range(nz):
                 if masked and not fluid[i - 1, j - 1, k]:
                     continue
@@ -315,29 +324,48 @@ def _add_cell_sums(filtered, widths, weight, g, work, strain, totals):  # pragma
 
 
 def row_global_sums(parts: np.ndarray, widths: np.ndarray, weights: np.ndarray, filtered,
-                    fluid=None) -> np.ndarray:
+                    fluid=None, x_factors: np.ndarray | None = None) -> np.ndarray:
     """This rank's shares of the two identities' volume sums: ``⟨L_ij S̃_ij⟩`` and
     ``⟨M_ij S̃_ij⟩`` (Germano's), ``⟨(α_ij α_ij)~ − α̃_ij α̃_ij⟩`` and ``⟨(Π_β S_ij S_ij)~ −
     Π̃_β S̃_ij S̃_ij⟩`` (the equilibrium's), ``~`` the test filter along the ``filtered``
     axes (three bools) with width 2Δ there; ``parts`` ghosted (:data:`PARTS` arrays,
     ghosts filled); ``widths`` the cells' three widths per owned row (shape ``(ny, 3)``),
     ``weights`` the cells' volumes per row (up to a common factor); ``fluid`` (owned
-    cells, bool) where the cells count, if given."""
+    cells, bool) where the cells count, if given; ``x_factors`` (one per owned x cell,
+    default 1) multiply the x width and the volume (a stretched x: the rows' x width 1,
+    the factors the cells' widths)."""
     filters = np.array([TEST_FILTER if along else [0.0, 1.0, 0.0] for along in filtered])
     scale = np.array([2.0 if along else 1.0 for along in filtered])
     sums = np.empty(4)
     mask = np.empty((0, 0, 0), dtype=np.bool_) if fluid is None else np.asarray(fluid, bool)
+    nx = parts.shape[1] - 2
+    x_factors = np.ones(nx) if x_factors is None else np.asarray(x_factors, np.float64)
+    if x_factors.shape != (nx,):
+        raise ValueError(f"x_factors has shape {x_factors.shape}, expected ({nx},)")
     _global_sums(parts, np.ascontiguousarray(widths, dtype=np.float64),
-                 np.ascontiguousarray(weights, dtype=np.float64), filters, scale, mask, sums)
+                 np.ascontiguousarray(weights, dtype=np.float64),
+                 np.ascontiguousarray(x_factors), filters, scale, mask, sums)
     return sums
 
 
-def global_sums(parts: np.ndarray, metrics, dx: float, dz: float, filtered, fluid=None):
+def row_widths_and_x_factors(x, ghosted: np.ndarray, width: np.ndarray, third: np.ndarray):
+    """The rows' three widths and the x factors of :func:`row_global_sums` for ``x`` (a
+    spacing or :class:`~tachyflow.numerics.stencils.XMetrics` of the ghosted array
+    ``ghosted``), ``width`` the rows' second widths and ``third`` their third ones: a
+    uniform x in the rows (factors None), a stretched one in the factors."""
+    if isinstance(x, XMetrics) and not np.all(x.width == x.width[0]):
+        first, factors = np.ones_like(width), x.width[1:-1]
+    else:
+        first, factors = np.full_like(width, x_metrics(x, ghosted).width[0]), None
+    return np.stack([first, width, third], axis=1), factors
+
+
+def global_sums(parts: np.ndarray, metrics, dx, dz: float, filtered, fluid=None):
     """:func:`row_global_sums` on the Cartesian grid of ``metrics``
-    (:func:`vreman_parts`' ``parts``)."""
+    (:func:`vreman_parts`' ``parts``; ``dx`` as there)."""
     width = metrics.width.ravel()
-    widths = np.stack([np.full_like(width, dx), width, np.full_like(width, dz)], axis=1)
-    return row_global_sums(parts, widths, width, filtered, fluid)
+    widths, factors = row_widths_and_x_factors(dx, parts[0], width, np.full_like(width, dz))
+    return row_global_sums(parts, widths, width, filtered, fluid, factors)
 
 
 def dynamic_coefficient(sums, viscosity: float, identity: str = "germano") -> float:
@@ -356,12 +384,13 @@ def dynamic_coefficient(sums, viscosity: float, identity: str = "germano") -> fl
     return max(0.0, -numerator / denominator)
 
 
-def eddy_viscosity(u, v, w, metrics, dx: float, dz: float, model: str, out: np.ndarray,
+def eddy_viscosity(u, v, w, metrics, dx, dz: float, model: str, out: np.ndarray,
                    constant: float | None = None, damping: np.ndarray | None = None):
     """ν_t of ``model`` at the owned cell centres into ``out`` (shape of the owned cells);
     ``constant`` defaults to the model's (:data:`CONSTANTS`), ``damping`` (one factor per
     y row, Smagorinsky's van Driest damping) to none. ``metrics`` is the grid's
-    :class:`~tachyflow.numerics.stencils.YMetrics`."""
+    :class:`~tachyflow.numerics.stencils.YMetrics`, ``dx`` a uniform spacing or the
+    :class:`~tachyflow.numerics.stencils.XMetrics` of the x range."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     shape = tuple(n - 2 for n in u.shape)
@@ -370,8 +399,9 @@ def eddy_viscosity(u, v, w, metrics, dx: float, dz: float, model: str, out: np.n
     damping = np.ones(shape[1]) if damping is None else np.asarray(damping, dtype=np.float64)
     if damping.shape != (shape[1],):
         raise ValueError(f"damping has shape {damping.shape}, expected ({shape[1]},)")
+    x = x_metrics(dx, u)
     _eddy_viscosity(
-        u, v, w, float(dx), float(dz), metrics.width.ravel(), metrics.gap.ravel(),
+        u, v, w, x.width, x.gap, float(dz), metrics.width.ravel(), metrics.gap.ravel(),
         metrics.gap_down.ravel(), MODELS.index(model),
         CONSTANTS[model] if constant is None else float(constant), damping, out,
     )
@@ -394,10 +424,14 @@ def _edge(nu, i, j, k, a, b, c, d, e, f):  # pragma: no cover
 
 @kernel(error_model="numpy", parallel=True)
 def _add_stress_divergence(
-    u, v, w, nu, dx, dz, width, width_up, gap, gap_down, out_u, out_v, out_w
+    u, v, w, nu, width_x, gap_x, dz, width, width_up, gap, gap_down, out_u, out_v, out_w
 ):  # pragma: no cover
     nx, ny, nz = out_u.shape
     for i in prange(1, nx + 1):
+        # The cell's x width, the distances centre to centre up and down (u's control
+        # volume, and the x differences on the edges at i ± 1/2), the next cell's width.
+        dx, dx_up, dx_down = width_x[i], gap_x[i], gap_x[i - 1]
+        ratio = width_x[i] / width_x[i + 1]  # 1 on a uniform x
         for j in range(1, ny + 1):
             dy, dy_up, up, down = width[j - 1], width_up[j - 1], gap[j - 1], gap_down[j - 1]
             for k in range(1, nz + 1):
@@ -405,21 +439,22 @@ def _add_stress_divergence(
                 # times ν there: xy at (i+1/2, j±1/2) and (i-1/2, j+1/2), xz at
                 # (i+1/2, k±1/2) and (i-1/2, k+1/2), yz at (j+1/2, k±1/2), (j-1/2, k+1/2).
                 xy_up = _edge(nu, i, j, k, 1, 0, 0, 0, 1, 0) * (
-                    (u[i, j + 1, k] - u[i, j, k]) / up + (v[i + 1, j, k] - v[i, j, k]) / dx)
+                    (u[i, j + 1, k] - u[i, j, k]) / up
+                    + (v[i + 1, j, k] - v[i, j, k]) / dx_up)
                 xy_down = _edge(nu, i, j, k, 1, 0, 0, 0, -1, 0) * (
                     (u[i, j, k] - u[i, j - 1, k]) / down
-                    + (v[i + 1, j - 1, k] - v[i, j - 1, k]) / dx)
+                    + (v[i + 1, j - 1, k] - v[i, j - 1, k]) / dx_up)
                 yx_down = _edge(nu, i, j, k, -1, 0, 0, 0, 1, 0) * (
                     (u[i - 1, j + 1, k] - u[i - 1, j, k]) / up
-                    + (v[i, j, k] - v[i - 1, j, k]) / dx)
+                    + (v[i, j, k] - v[i - 1, j, k]) / dx_down)
                 xz_up = _edge(nu, i, j, k, 1, 0, 0, 0, 0, 1) * (
-                    (u[i, j, k + 1] - u[i, j, k]) / dz + (w[i + 1, j, k] - w[i, j, k]) / dx)
+                    (u[i, j, k + 1] - u[i, j, k]) / dz + (w[i + 1, j, k] - w[i, j, k]) / dx_up)
                 xz_down = _edge(nu, i, j, k, 1, 0, 0, 0, 0, -1) * (
                     (u[i, j, k] - u[i, j, k - 1]) / dz
-                    + (w[i + 1, j, k - 1] - w[i, j, k - 1]) / dx)
+                    + (w[i + 1, j, k - 1] - w[i, j, k - 1]) / dx_up)
                 zx_down = _edge(nu, i, j, k, -1, 0, 0, 0, 0, 1) * (
                     (u[i - 1, j, k + 1] - u[i - 1, j, k]) / dz
-                    + (w[i, j, k] - w[i - 1, j, k]) / dx)
+                    + (w[i, j, k] - w[i - 1, j, k]) / dx_down)
                 yz_up = _edge(nu, i, j, k, 0, 1, 0, 0, 0, 1) * (
                     (v[i, j, k + 1] - v[i, j, k]) / dz + (w[i, j + 1, k] - w[i, j, k]) / up)
                 yz_down = _edge(nu, i, j, k, 0, 1, 0, 0, 0, -1) * (
@@ -429,8 +464,8 @@ def _add_stress_divergence(
                     (v[i, j - 1, k + 1] - v[i, j - 1, k]) / dz
                     + (w[i, j, k] - w[i, j - 1, k]) / down)
                 # Twice ν times the normal strains at the two centres beside each face.
-                xx = 2.0 * (nu[i + 1, j, k] * (u[i + 1, j, k] - u[i, j, k])
-                            - nu[i, j, k] * (u[i, j, k] - u[i - 1, j, k])) / (dx * dx)
+                xx = 2.0 * (nu[i + 1, j, k] * (u[i + 1, j, k] - u[i, j, k]) * ratio
+                            - nu[i, j, k] * (u[i, j, k] - u[i - 1, j, k])) / (dx * dx_up)
                 yy = 2.0 * (nu[i, j + 1, k] * (v[i, j + 1, k] - v[i, j, k]) / dy_up
                             - nu[i, j, k] * (v[i, j, k] - v[i, j - 1, k]) / dy) / up
                 zz = 2.0 * (nu[i, j, k + 1] * (w[i, j, k + 1] - w[i, j, k])
@@ -440,12 +475,14 @@ def _add_stress_divergence(
                 out_w[i - 1, j - 1, k - 1] += (xz_up - zx_down) / dx + (yz_up - zy_down) / dy + zz
 
 
-def add_stress_divergence(u, v, w, nu, metrics, dx: float, dz: float, out) -> None:
+def add_stress_divergence(u, v, w, nu, metrics, dx, dz: float, out) -> None:
     """``out[a] += ∂_j (2 ν_t S_aj)`` at each component's owned faces (``out``: shape
-    ``(3, nx, ny, nz)``); ``nu`` is ν_t at the cell centres, ghosted like the velocity."""
+    ``(3, nx, ny, nz)``); ``nu`` is ν_t at the cell centres, ghosted like the velocity;
+    ``dx`` as in :func:`eddy_viscosity`."""
     if nu.shape != u.shape:
         raise ValueError(f"nu has shape {nu.shape}, expected the velocity's {u.shape}")
+    x = x_metrics(dx, u)
     _add_stress_divergence(
-        u, v, w, nu, float(dx), float(dz), metrics.width.ravel(), metrics.width_up.ravel(),
+        u, v, w, nu, x.width, x.gap, float(dz), metrics.width.ravel(), metrics.width_up.ravel(),
         metrics.gap.ravel(), metrics.gap_down.ravel(), out[0], out[1], out[2],
     )

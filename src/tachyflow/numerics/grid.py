@@ -28,15 +28,25 @@ def tanh_faces(ny: int, length: float, stretching: float) -> np.ndarray:
     return 0.5 * length * (1.0 + np.tanh(stretching * uniform) / np.tanh(stretching))
 
 
-def _grown_widths(spacing: float, cells: int, length: float, name: str) -> np.ndarray:
+def _grown_widths(spacing: float, cells: int, length: float, name: str,
+                  ramp: bool = False) -> np.ndarray:
     """``cells`` widths growing by one constant ratio (at least 1) from ``spacing`` (the
-    first is ``spacing`` times the ratio) that add up to ``length`` exactly."""
+    first is ``spacing`` times the ratio) that add up to ``length`` exactly. With
+    ``ramp`` the ratio itself rises linearly from 1 over the first quarter of the cells
+    (at least one) and stays constant beyond: the spacing's growth starts smoothly, so a
+    finite-volume operator stays second order across the junction (an abrupt ratio is a
+    kink in the spacing: first order there)."""
     if cells * spacing > length * (1.0 + 1e-12):
         raise ValueError(
             f"the {name} spacing {spacing:.4g} is coarser than the {cells} cells beside it need "
             f"to cover {length:.4g}: refine the {name} or use fewer cells"
         )
-    powers = np.arange(1, cells + 1)
+    steps = np.arange(1, cells + 1, dtype=np.float64)
+    if ramp:  # the exponent of the ratio: the partial sums of min(l / ramp, 1)
+        ramp_cells = max(1, cells // 4)
+        powers = np.cumsum(np.minimum(steps / ramp_cells, 1.0))
+    else:
+        powers = steps
 
     def excess(ratio: float) -> float:
         return spacing * float(np.sum(ratio**powers)) - length
@@ -44,6 +54,7 @@ def _grown_widths(spacing: float, cells: int, length: float, name: str) -> np.nd
     from scipy.optimize import brentq  # here: 0.6 s to import, for every run otherwise
 
     ratio = 1.0 if excess(1.0) >= 0 else brentq(excess, 1.0, 2.0 ** (64 / cells) + 1.0)
+    # (The ramp's largest exponent is over half the plain one's: the bracket still holds.)
     widths = spacing * ratio**powers
     return widths * (length / widths.sum())  # exactly the length, whatever brentq's tolerance
 
@@ -86,8 +97,9 @@ def core_faces(ny: int, length: float, core_width: float, core_cells: int) -> np
 def zone_faces(n: int, length: float, start: float, stop: float, zone_cells: int) -> np.ndarray:
     """``n + 1`` face positions in ``[0, length]``: ``zone_cells`` uniform cells over the
     band ``[start, stop]``, the other cells on either side growing geometrically from the
-    band's spacing to the ends, shared between the two sides so that their growth ratios
-    are as near each other as whole cells allow (a band touching an end has no cells on
+    band's spacing to the ends (the ratio rising smoothly from 1 over the first quarter of
+    them: no kink in the spacing), shared between the two sides so that their largest
+    ratios are as near each other as whole cells allow (a band touching an end has no cells on
     that side). The streamwise refinement round a body (``[grid] x_zone``).
     """
     if not 0.0 <= start < stop <= length:
@@ -103,9 +115,10 @@ def zone_faces(n: int, length: float, start: float, stop: float, zone_cells: int
         )
     spacing = (stop - start) / zone_cells
 
-    def ratio(cells: int, side: float) -> float:
-        widths = _grown_widths(spacing, cells, side, "zone")
-        return float(widths[0] / spacing)
+    def ratio(cells: int, side: float) -> float:  # the side's largest ratio of neighbours
+        widths = np.concatenate(([spacing], _grown_widths(spacing, cells, side, "zone",
+                                                           ramp=True)))
+        return growth_ratio(widths)
 
     if needed == 2:
         # The log-ratio before the zone falls and the one after it rises with the cells
@@ -130,13 +143,15 @@ def zone_faces(n: int, length: float, start: float, stop: float, zone_cells: int
         before = outer if sides[0] > 0 else 0
     parts = [np.array([start])]
     if before:
-        parts = [start - np.cumsum(_grown_widths(spacing, before, sides[0], "zone"))[::-1],
+        grown = _grown_widths(spacing, before, sides[0], "zone", ramp=True)
+        parts = [start - np.cumsum(grown)[::-1],
                  parts[0]]
     zone = start + spacing * np.arange(1, zone_cells + 1)
     zone[-1] = stop
     parts.append(zone)
     if outer - before:
-        parts.append(stop + np.cumsum(_grown_widths(spacing, outer - before, sides[1], "zone")))
+        grown = _grown_widths(spacing, outer - before, sides[1], "zone", ramp=True)
+        parts.append(stop + np.cumsum(grown))
     faces = np.concatenate(parts)
     faces[0], faces[-1] = 0.0, length
     return faces

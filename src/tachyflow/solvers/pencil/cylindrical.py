@@ -220,7 +220,6 @@ class CylindricalSolver(PencilSolver):
         self.x_metrics = cartesian_stencils.XMetrics.from_grid(
             grid, pencil.start[0], pencil.stop[0]
         )
-        self.dx = grid.spacing_x if grid.uniform_x else None  # (the subgrid kernels')
         self.dt_theta = grid.spacing_z
         self.time = 0.0
         self.steps = 0
@@ -253,9 +252,6 @@ class CylindricalSolver(PencilSolver):
         self._theta_lines = (
             None if self.theta_whole else tuple(decomposition.zeros("z") for _ in range(3))
         )
-        if subgrid is not None and not grid.uniform_x:
-            raise ValueError("a subgrid model needs a uniform x so far (the grid has an "
-                             f"x_zone {grid.x_zone!r})")
         self._set_up_subgrid(CylindricalSubgridStress, subgrid)
 
     # -- set-up ------------------------------------------------------------------------------

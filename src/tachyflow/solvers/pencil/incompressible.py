@@ -227,9 +227,6 @@ class IncompressibleSolver(PencilSolver):
         self._velocity_planes = None
         self._divergence_taken = False  # by the fused pass, for the projection next
         self._z_whole = decomposition.p_col == 1  # z's ghosts are the rank's own images
-        if subgrid is not None and not grid.uniform_x:
-            raise ValueError("a subgrid model needs a uniform x so far (the grid has an "
-                             f"x_zone {grid.x_zone!r})")
         self._set_up_subgrid(CartesianSubgridStress, subgrid)
         if self.subgrid is not None:
             self._fused = False

@@ -310,9 +310,6 @@ def _check_x_zone(config, require, length: float, name: str) -> None:
     require(outer * spacing <= length - (stop - start) + 1e-12 * length,
             "grid.x_zone_cells", "enough for the zone to be finer than the cells outside it "
             "(their widths grow from the zone's spacing)", grid.x_zone_cells)
-    require(config.les.model == "none", "les.model",
-            '"none" on a grid with x_zone (the subgrid kernels take a uniform x so far)',
-            config.les.model)
 
 
 def _check_isotropic(config, require) -> None:

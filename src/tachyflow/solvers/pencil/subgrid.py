@@ -200,7 +200,9 @@ class CartesianSubgridStress(SubgridStress):
     def cell_widths(self) -> np.ndarray:
         solver = self.solver
         width = solver.grid.widths_y
-        return np.stack([np.full_like(width, solver.dx), width, np.full_like(width, solver.dz)],
+        # The narrowest x cell for every row: the time-step limit's (conservative) share.
+        dx = solver.grid.widths_x.min()
+        return np.stack([np.full_like(width, dx), width, np.full_like(width, solver.dz)],
                         axis=1)
 
     def wall_shear(self) -> float:
@@ -208,18 +210,18 @@ class CartesianSubgridStress(SubgridStress):
 
     def compute(self, model, constant, damping, out) -> None:
         solver = self.solver
-        eddy_viscosity.eddy_viscosity(*solver.velocity_arrays(), solver.metrics, solver.dx,
+        eddy_viscosity.eddy_viscosity(*solver.velocity_arrays(), solver.metrics, solver.x_metrics,
                                       solver.dz, model, out, constant, damping)
 
     def parts(self, parts) -> None:
         solver = self.solver
-        eddy_viscosity.vreman_parts(*solver.velocity_arrays(), solver.metrics, solver.dx,
+        eddy_viscosity.vreman_parts(*solver.velocity_arrays(), solver.metrics, solver.x_metrics,
                                     solver.dz, parts)
 
     def sums(self, parts, fluid) -> np.ndarray:
         solver = self.solver
         filtered = (True, not solver.walls, True)
-        return eddy_viscosity.global_sums(parts, solver.metrics, solver.dx, solver.dz,
+        return eddy_viscosity.global_sums(parts, solver.metrics, solver.x_metrics, solver.dz,
                                           filtered, fluid)
 
     def mirror_walls(self, nu) -> None:
@@ -230,7 +232,7 @@ class CartesianSubgridStress(SubgridStress):
     def add_divergence(self, nu, explicit) -> None:
         solver = self.solver
         eddy_viscosity.add_stress_divergence(*solver.velocity_arrays(), nu, solver.metrics,
-                                             solver.dx, solver.dz, explicit)
+                                             solver.x_metrics, solver.dz, explicit)
 
 
 class CylindricalSubgridStress(SubgridStress):
@@ -250,7 +252,8 @@ class CylindricalSubgridStress(SubgridStress):
     def cell_widths(self) -> np.ndarray:
         solver, grid = self.solver, self.solver.grid
         width = grid.widths_y
-        return np.stack([np.full_like(width, solver.dx), width, grid.centres_y * solver.dt_theta],
+        dx = grid.widths_x.min()  # (as on the Cartesian grid)
+        return np.stack([np.full_like(width, dx), width, grid.centres_y * solver.dt_theta],
                         axis=1)
 
     def wall_shear(self) -> float:
@@ -261,19 +264,19 @@ class CylindricalSubgridStress(SubgridStress):
     def compute(self, model, constant, damping, out) -> None:
         solver = self.solver
         cylindrical_eddy_viscosity.eddy_viscosity(
-            *solver.velocity_arrays(), self.rows, solver.dx, solver.dt_theta, solver.rotation,
-            model, out, constant, damping)
+            *solver.velocity_arrays(), self.rows, solver.x_metrics, solver.dt_theta,
+            solver.rotation, model, out, constant, damping)
 
     def parts(self, parts) -> None:
         solver = self.solver
         cylindrical_eddy_viscosity.vreman_parts(
-            *solver.velocity_arrays(), self.rows, solver.dx, solver.dt_theta, solver.rotation,
-            parts)
+            *solver.velocity_arrays(), self.rows, solver.x_metrics, solver.dt_theta,
+            solver.rotation, parts)
 
     def sums(self, parts, fluid) -> np.ndarray:
         solver = self.solver
         return cylindrical_eddy_viscosity.global_sums(
-            parts, self.rows, solver.dx, solver.dt_theta, (True, False, True), fluid)
+            parts, self.rows, solver.x_metrics, solver.dt_theta, (True, False, True), fluid)
 
     def mirror_walls(self, nu) -> None:
         nu[:, -1, :] = -nu[:, -2, :]  # the outer wall (no-slip or slip: no stress on it)
@@ -285,4 +288,4 @@ class CylindricalSubgridStress(SubgridStress):
     def add_divergence(self, nu, explicit) -> None:
         solver = self.solver
         cylindrical_eddy_viscosity.add_stress_divergence(
-            *solver.velocity_arrays(), nu, self.rows, solver.dx, solver.dt_theta, explicit)
+            *solver.velocity_arrays(), nu, self.rows, solver.x_metrics, solver.dt_theta, explicit)
