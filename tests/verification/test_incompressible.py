@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from tachyflow.numerics.grid import StaggeredGrid
+from tachyflow.numerics.grid import StaggeredGrid, growth_ratio
 from tachyflow.parallel import PencilDecomposition
 from tachyflow.solvers.pencil.incompressible import Forcing, IncompressibleSolver
 
@@ -128,6 +128,7 @@ walls = true
 stretching = 1.0
 x_boundaries = "inflow-outflow"
 inflow_profile = "{profile}"
+{zone}
 [flow]
 viscosity = 0.01
 initial = "rest"
@@ -135,20 +136,30 @@ initial = "rest"
 """
 
 
-def channel_entrance(comm, nx=96, ny=24, profile="uniform", parallel=""):
+def x_zone(cells: int) -> str:
+    """``[grid]`` keys refining the first 6 H of the channel's x with ``cells`` cells."""
+    return f"x_zone = [0.0, 6.0]\nx_zone_cells = {cells}"
+
+
+def channel_entrance(comm, nx=96, ny=24, profile="uniform", parallel="", zone=""):
     from tachyflow import config
 
-    text = CHANNEL_ENTRANCE.format(nx=nx, ny=ny, profile=profile, parallel=parallel)
+    text = CHANNEL_ENTRANCE.format(nx=nx, ny=ny, profile=profile, parallel=parallel, zone=zone)
     return IncompressibleSolver.from_case(config.parse(text, "entrance.toml"), comm, "estimate")
 
 
-def test_a_developing_channel_flow_reaches_its_length_of_durst_et_al():
+@pytest.mark.parametrize(("nx", "zone"), [(96, ""), (60, x_zone(48))],
+                         ids=["uniform-x", "x-zone"])
+def test_a_developing_channel_flow_reaches_its_length_of_durst_et_al(nx, zone):
     """A uniform inflow between walls at Re = U H / ν = 100, a convective outflow 12 H
     downstream: the centre velocity reaches 99 % of its developed value at the length of
     Durst, Ray, Ünsal & Bayoumi (2005), L/H = (0.631^1.6 + (0.0442 Re)^1.6)^(1/1.6) =
     4.54, within 5 % (4.70 here, 4.68-4.72 on grids twice as fine in x and y), and the flow
-    leaves as the plane Poiseuille profile."""
-    channel = channel_entrance(MPI.COMM_SELF)
+    leaves as the plane Poiseuille profile. Also on 60 cells in x instead of 96 (x
+    stretched: the 96 cells' spacing over the first 6 H, 12 cells growing to the outflow,
+    their ratio rising to 1.23)."""
+    channel = channel_entrance(MPI.COMM_SELF, nx=nx, zone=zone)
+    assert growth_ratio(channel.grid.widths_x) < 1.25
     while channel.time < 40.0:
         channel.step(channel.stable_time_step(0.8))
     statistics = channel.statistics()
@@ -157,8 +168,7 @@ def test_a_developing_channel_flow_reaches_its_length_of_durst_et_al():
     u = channel.cell_field("u")[:, :, 0]
     y = channel.grid.centres_y
     assert np.abs(u[-1] - 6 * y * (1 - y)).max() < 0.02
-    nx = channel.grid.shape[0]
-    x = (np.arange(nx) + 0.5) * channel.grid.spacing_x
+    x = channel.grid.centres_x
     middle = 0.5 * (u[:, len(y) // 2 - 1] + u[:, len(y) // 2])
     first = int(np.argmax(middle >= 0.99 * middle[-1]))
     crossing = np.interp(
@@ -169,13 +179,17 @@ def test_a_developing_channel_flow_reaches_its_length_of_durst_et_al():
 
 
 @pytest.mark.parallel([1, 2, 3])
-def test_an_open_channel_gives_the_same_flow_on_any_rank_count():
-    """Inflow and outflow on the ranks at the ends of x, x split over every rank."""
+@pytest.mark.parametrize(("nx", "zone"), [(24, ""), (30, x_zone(20))],
+                         ids=["uniform-x", "x-zone"])
+def test_an_open_channel_gives_the_same_flow_on_any_rank_count(nx, zone):
+    """Inflow and outflow on the ranks at the ends of x, x split over every rank (on a
+    stretched x too: the zone's and the growing cells' metrics)."""
     world = MPI.COMM_WORLD
     results = []
     for comm in (MPI.COMM_SELF, world):
         split = f"[parallel]\nproc_grid = [{comm.size}, 1]"
-        channel = channel_entrance(comm, nx=24, ny=12, profile="laminar", parallel=split)
+        channel = channel_entrance(comm, nx=nx, ny=12, profile="laminar", parallel=split,
+                                   zone=zone)
         for _ in range(10):
             channel.step(0.05)
         assert channel.max_divergence() < 1e-12

@@ -1,7 +1,8 @@
 """An open x refined round a zone (``[grid] x_zone``): the faces, the finite-volume
 operators (second order on the stretched cells), the pressure solve by the x operator's
 eigen-decomposition (the discrete operator inverted to round-off, the cosine transform's
-solution on uniform cells, second order), and the solver on it at 1, 2 and 3 ranks."""
+solution on uniform cells, second order), LES on it at 1, 2 and 3 ranks (the developing
+channel on it: tests/verification/test_incompressible.py)."""
 
 import itertools
 
@@ -15,6 +16,7 @@ from tachyflow.numerics import fft, stencils
 from tachyflow.numerics.grid import StaggeredGrid, growth_ratio, zone_faces
 from tachyflow.parallel import PencilDecomposition, process_grids
 from tachyflow.solvers.pencil.poisson import PoissonSolver
+from tests.verification.test_incompressible import channel_entrance, x_zone
 
 
 def test_zone_faces_are_uniform_in_the_zone_and_grow_alike_on_both_sides():
@@ -210,78 +212,6 @@ def test_the_operators_keep_second_order_on_a_stretched_x():
         assert np.all(orders > 1.8), (name, errors, orders)
 
 
-ENTRANCE = """
-[case]
-solver = "incompressible"
-[grid]
-cells = [{nx}, {ny}, 1]
-lengths = [12.0, 1.0, 0.1]
-walls = true
-stretching = 1.0
-x_boundaries = "inflow-outflow"
-inflow_profile = "{profile}"
-x_zone = [0.0, 6.0]
-x_zone_cells = {zone}
-[flow]
-viscosity = 0.01
-initial = "rest"
-{parallel}
-"""
-
-
-def stretched_entrance(comm, nx=60, ny=24, zone=48, profile="uniform", parallel=""):
-    from tachyflow import config
-    from tachyflow.solvers.pencil.incompressible import IncompressibleSolver
-
-    text = ENTRANCE.format(nx=nx, ny=ny, zone=zone, profile=profile, parallel=parallel)
-    return IncompressibleSolver.from_case(config.parse(text, "entrance.toml"), comm, "estimate")
-
-
-def test_a_developing_channel_on_a_stretched_x_reaches_the_length_of_durst_et_al():
-    """The developing channel of tests/verification/test_incompressible.py (Re = 100, 12 H
-    long) on 60 cells in x instead of 96: the uniform ones over the first 6 H, 12 growing
-    to the outflow (their ratio rising to 1.23). The centre velocity reaches 99 % of its
-    developed value at Durst, Ray, Ünsal & Bayoumi's L/H = 4.54 within 5 %, as on the
-    uniform grid."""
-    channel = stretched_entrance(MPI.COMM_SELF)
-    assert growth_ratio(channel.grid.widths_x) < 1.25
-    while channel.time < 40.0:
-        channel.step(channel.stable_time_step(0.8))
-    statistics = channel.statistics()
-    assert statistics["max_divergence"] < 1e-12
-    u = channel.cell_field("u")[:, :, 0]
-    y = channel.grid.centres_y
-    assert np.abs(u[-1] - 6 * y * (1 - y)).max() < 0.02
-    x = channel.grid.centres_x
-    middle = 0.5 * (u[:, len(y) // 2 - 1] + u[:, len(y) // 2])
-    first = int(np.argmax(middle >= 0.99 * middle[-1]))
-    crossing = np.interp(0.99 * middle[-1], middle[first - 1 : first + 1],
-                         x[first - 1 : first + 1])
-    correlation = (0.631**1.6 + (0.0442 * 100) ** 1.6) ** (1 / 1.6)
-    assert abs(crossing / correlation - 1) < 0.05, (crossing, correlation)
-    channel.free()
-
-
-@pytest.mark.parallel([1, 2, 3])
-def test_a_stretched_open_channel_gives_the_same_flow_on_any_rank_count():
-    """x split over every rank: the zone's and the growing cells' metrics, the inflow and
-    the outflow on the ranks at the ends."""
-    world = MPI.COMM_WORLD
-    results = []
-    for comm in (MPI.COMM_SELF, world):
-        split = f"[parallel]\nproc_grid = [{comm.size}, 1]"
-        channel = stretched_entrance(comm, nx=30, ny=12, zone=20, profile="laminar",
-                                     parallel=split)
-        for _ in range(10):
-            channel.step(0.05)
-        assert channel.max_divergence() < 1e-12
-        results.append(channel.decomposition.gather_global(channel.cell_field("u"), "y"))
-        channel.free()
-        channel.decomposition.free()
-    if world.rank == 0:
-        assert np.abs(results[0] - results[1]).max() < 1e-12
-
-
 def cylindrical_operator_errors(n: int):
     """The cylindrical kernels' x parts on a stretched x (fields of x only: u = sin x,
     p = sin x): divergence, gradient, the axial second derivative and advection."""
@@ -382,7 +312,7 @@ def test_a_large_eddy_simulation_on_a_stretched_x_is_the_same_on_any_rank_count(
     for comm in (MPI.COMM_SELF, world):
         if solver == "incompressible":
             parallel = f'[parallel]\nproc_grid = [{comm.size}, 1]\n[les]\nmodel = "smagorinsky"'
-            case = stretched_entrance(comm, nx=30, ny=12, zone=20, parallel=parallel)
+            case = channel_entrance(comm, nx=30, ny=12, parallel=parallel, zone=x_zone(20))
         else:
             text = PIPE_LES.format(model="vreman", ranks=comm.size)
             case = CylindricalSolver.from_case(config.parse(text, "pipe.toml"), comm,
