@@ -219,3 +219,16 @@ def test_a_checkpoint_of_another_grid_is_refused(tmp_path):
         read_checkpoint(MPI.COMM_SELF, path, other)
     with pytest.raises(ValueError, match="has shape"):
         write_checkpoint(MPI.COMM_SELF, tmp_path, 2, 0.0, pieces, other)
+
+
+def test_a_restart_from_what_is_no_checkpoint_file_says_what_it_is(tmp_path):
+    import os
+
+    layout = PieceLayout((2, 3, 4), (0, 0, 0), (2, 3, 4))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, what in ((tmp_path / "missing.ckpt", "does not exist"),
+                       (tmp_path, "is a directory"),
+                       (fifo, r"is not a regular file \(a pipe, a device or a socket\)")):
+        with pytest.raises(ConfigError, match=f"checkpoint '.*' {what}"):
+            read_checkpoint(MPI.COMM_SELF, path, layout)

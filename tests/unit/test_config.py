@@ -195,3 +195,13 @@ def test_set_overrides_are_typed_and_checked_like_the_file():
         with pytest.raises(ConfigError, match=message) as error:
             config.load("naca0012", [override])
         assert str(error.value).startswith("naca0012 (built-in): ")
+
+
+@pytest.mark.parametrize(("case", "override", "key"), [
+    ("channel", "grid.lengths=[1e-300, 2.0, 3.14]", r"grid\.lengths\[0\] / cells\[0\]"),
+    ("pipe", "cylinder.length=1e-300", r"cylinder\.length / cells\[0\]"),
+])
+def test_cells_whose_spacings_lose_every_digit_are_refused(case, override, key):
+    """A length of 1e-300 ran to NaN at step 0 (issue 45): refused naming the option."""
+    with pytest.raises(ConfigError, match=f"'{key}' must be cells at most 1e\\+08 times"):
+        config.load(case, [override])

@@ -186,7 +186,12 @@ def test_files_the_solver_cannot_run_raise_clear_errors(tmp_path, grids):
     write_plot3d(tmp_path / "tangled.xyz", [(tangled, grid.y)])
     (tmp_path / "junk.xyz").write_bytes(bytes(range(256)))
     (tmp_path / "junk.cgns").write_text("not HDF5")
+    (tmp_path / "no-dimensions.xyz").write_text("1\n")  # a block count, nothing else
+    (tmp_path / "no-blocks.xyz").write_text("0\n")
     cases = {
+        tmp_path / "no-dimensions.xyz": r"no-dimensions\.xyz: not a 2D Plot3D grid \(bad "
+                                        r"header: 1 block\(s\) need 2 positive dimensions",
+        tmp_path / "no-blocks.xyz": r"no-blocks\.xyz: not a 2D Plot3D grid \(bad header",
         tmp_path / "missing.cgns": "no such grid file",
         tmp_path / "grid.msh": r"suffix must be one of \['.xyz'",
         tmp_path / "blocks.xyz": "2 Plot3D blocks; one block expected",

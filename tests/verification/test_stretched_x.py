@@ -329,3 +329,4 @@ def test_a_large_eddy_simulation_on_a_stretched_x_is_the_same_on_any_rank_count(
         assert results[0][0] > 1e-3  # the model acts
         for serial, parallel in zip(results[0][1:], results[1][1:], strict=True):
             assert np.abs(serial - parallel).max() < 1e-12 * max(np.abs(serial).max(), 1.0)
+

@@ -277,7 +277,10 @@ def _read_description(path: Path, global_shape) -> dict:
     """The trailer of ``path``, checked against its header and the case's grid (any grid
     where ``global_shape`` is None)."""
     if not path.is_file():
-        raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+        what = "is a directory" if path.is_dir() else (
+            "is not a regular file (a pipe, a device or a socket)" if path.exists()
+            else "does not exist")
+        raise ConfigError(f"checkpoint {str(path)!r} {what}")
     problem = f"checkpoint {path} is corrupt or not a tachyflow checkpoint"
     try:
         with path.open("rb") as stream:

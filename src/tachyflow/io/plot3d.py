@@ -162,14 +162,19 @@ def _unformatted_blocks(records: list[bytes], byteorder: str, path):
 
 def _formatted_blocks(text: str, path):
     lines = text.splitlines()
-    multi = len(lines[0].split()) == 1
     tokens = text.split()
+    multi = bool(lines) and len(lines[0].split()) == 1
     try:
         count = int(tokens[0]) if multi else 1
         start = 1 if multi else 0
         dims = [int(t) for t in tokens[start : start + 2 * count]]
     except (ValueError, IndexError):
         raise ValueError(f"{path}: not a 2D Plot3D grid (bad header)") from None
+    if count < 1 or len(dims) != 2 * count or min(dims) < 1:
+        raise ValueError(
+            f"{path}: not a 2D Plot3D grid (bad header: {count} block(s) need {2 * count} "
+            f"positive dimensions, got {dims})"
+        )
     try:
         values = np.array(tokens[start + 2 * count :], dtype=np.float64)
     except ValueError:

@@ -233,6 +233,22 @@ class FanSection:
     points: int = 40
 
 
+# The widest cell spacing over the narrowest that a grid may have: beyond it the
+# operators' coefficients lose every digit (a length of 1e-300 ran to NaN at step 0).
+SPACING_RATIO = 1e8
+
+
+def _check_spacings(require, spacings: dict) -> None:
+    """The cell spacings along each axis (key: the option that sets it) no more than
+    :data:`SPACING_RATIO` apart."""
+    narrowest = min(spacings, key=spacings.get)
+    widest = max(spacings.values())
+    require(widest <= SPACING_RATIO * spacings[narrowest], narrowest,
+            f"cells at most {SPACING_RATIO:.0e} times narrower along one axis than along "
+            f"another (spacings {', '.join(f'{v:.3g}' for v in spacings.values())})",
+            spacings[narrowest])
+
+
 def _check_open_x(config, require) -> None:
     grid, flow, statistics = config.grid, config.flow, config.statistics
     if grid.x_boundaries == "inflow-outflow":
@@ -286,6 +302,9 @@ def check_cartesian(config, require) -> None:
         require(outer // 2 * spacing <= 0.5 * (grid.lengths[1] - grid.core_width),
                 "grid.core_cells", "enough for the core to be finer than the cells outside "
                 "it (their widths grow from the core's spacing)", grid.core_cells)
+    cells = grid.cells
+    _check_spacings(require, {f"grid.lengths[{axis}] / cells[{axis}]":
+                              grid.lengths[axis] / cells[axis] for axis in range(3)})
     if grid.x_zone_cells:
         _check_x_zone(config, require, grid.lengths[0], "lengths[0]")
     _check_open_x(config, require)
@@ -339,6 +358,14 @@ def check_cylindrical(config, require) -> None:
             "cylinder.clustering", "'walls', or 'axis' with inner_radius = 0",
             cylinder.clustering)
     require(config.grid.cells[1] >= 3, "grid.cells", "at least 3 cells in r", config.grid.cells)
+    cells = config.grid.cells
+    _check_spacings(require, {
+        "cylinder.length / cells[0]": cylinder.length / cells[0],
+        "(cylinder.radius - inner_radius) / cells[1]":
+            (cylinder.radius - cylinder.inner_radius) / cells[1],
+        "cylinder.radius 2π / (sectors cells[2])":
+            cylinder.radius * 2 * math.pi / (cylinder.sectors * cells[2]),
+    })
     if config.grid.x_zone_cells:
         _check_x_zone(config, require, cylinder.length, "cylinder.length")
     _check_open_x(config, require)
