@@ -31,6 +31,7 @@ visualisation, acoustics, and plug-ins'). Output folder, by what writes it::
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import time
@@ -50,6 +51,53 @@ from tachyflow.solvers.base import restartable, solver_class
 
 #: The fraction of its largest value at which an adaptive time step has collapsed.
 COLLAPSED = 1e-6
+
+
+class RunHistory:
+    """The statistics records a run holds in memory (``stats.csv`` has every one): the
+    last ``recent`` in full, for what reads the latest records (a settling test, the
+    monitor), and at most ``kept`` spread evenly over the whole run for the plots (each
+    time the spread outgrows ``kept``, every other record goes and the stride doubles).
+    A million-step run recording every step holds a few thousand records, not a million
+    (0.6 kB each, issue 45).
+
+    ``append`` adds a record; ``len`` counts every record appended; an index or a slice
+    with negative ends reads the recent ones (``history[-1]``, ``history[-20:]``);
+    iterating gives the plotted spread, the latest record last."""
+
+    def __init__(self, recent: int = 1000, kept: int = 2000):
+        if recent < 1 or kept < 2:
+            raise ValueError(f"recent must be >= 1 and kept >= 2, got {recent}, {kept}")
+        self._recent: collections.deque = collections.deque(maxlen=recent)
+        self._spread: list[dict] = []
+        self._kept, self._stride, self._count = kept, 1, 0
+
+    def append(self, record: dict) -> None:
+        self._recent.append(record)
+        if self._count % self._stride == 0:
+            self._spread.append(record)
+            if len(self._spread) > self._kept:
+                self._spread, self._stride = self._spread[::2], 2 * self._stride
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        recent = len(self._recent)
+        if isinstance(index, slice):
+            ends = [end for end in (index.start, index.stop) if end is not None]
+            if any(end >= 0 or end < -recent for end in ends) and self._count > recent:
+                raise IndexError(f"only the last {recent} records are held (slice {index})")
+            return list(self._recent)[index]
+        if self._count > recent and not -recent <= index < 0:
+            raise IndexError(f"only the last {recent} records are held (index {index})")
+        return self._recent[index]
+
+    def __iter__(self):
+        yield from self._spread
+        if self._recent and (not self._spread or self._spread[-1] is not self._recent[-1]):
+            yield self._recent[-1]
 
 
 class Simulation:
@@ -75,8 +123,9 @@ class Simulation:
     ----------
     solver : Solver
         The case's solver.
-    history : list of dict
-        The statistics recorded so far in this process.
+    history : RunHistory
+        The statistics recorded so far in this process (the recent ones in full, a spread
+        of all for the plots).
     observers : list of Observer
         The case's observers (built by :meth:`run`).
     restored_from : Path or None
@@ -115,7 +164,8 @@ class Simulation:
         agreement.on_root(self.comm, lambda: _check_memory(solver, config, self.comm.Get_size()))
         self.solver = solver.from_case(config, self.comm, planning)
         self.decomposition = self.solver.decomposition
-        self.history: list[dict] = []
+        # The settling test reads its window of the latest records.
+        self.history = RunHistory(recent=max(1000, config.time.stop_window))
         self.observers: list[observers.Observer] = []
         self.restarted = restart is not None
         self._restored_states: dict[str, observers.ObserverState] = {}

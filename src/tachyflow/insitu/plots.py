@@ -49,7 +49,9 @@ def plot_slices(
 
 def plot_history(history: list[dict], path) -> Path:
     """Kinetic energy, dissipation (or, for solvers that record none, the wall shear), CFL
-    and divergence against time."""
+    and divergence against time (``history``: records, or a run's
+    :class:`~tachyflow.simulation.RunHistory`, whose plotted spread it takes)."""
+    history = list(history)
     times = [h["time"] for h in history]
     second = "dissipation" if "dissipation" in history[0] else "wall_shear"
     panels = [
