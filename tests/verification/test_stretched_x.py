@@ -330,3 +330,23 @@ def test_a_large_eddy_simulation_on_a_stretched_x_is_the_same_on_any_rank_count(
         for serial, parallel in zip(results[0][1:], results[1][1:], strict=True):
             assert np.abs(serial - parallel).max() < 1e-12 * max(np.abs(serial).max(), 1.0)
 
+
+
+@pytest.mark.parallel([1, 2, 3])
+def test_the_statistics_weight_a_stretched_x_by_its_cells():
+    """The volume means of stats.csv on a stretched x weight each cell by its volume:
+    the mean of u = x / Lx is the cells' widths' sum over its face values (unweighted,
+    the zone's many small cells near x = 0 would pull it down), on any rank count."""
+    world = MPI.COMM_WORLD
+    channel = channel_entrance(world, nx=30, ny=12, zone=x_zone(20),
+                               parallel=f"[parallel]\nproc_grid = [{world.size}, 1]")
+    channel.set_velocity(lambda x, y, z: x / 12.0 + 0 * y + 0 * z, 0.0, 0.0)
+    faces = channel.grid.faces_x[1:]  # u's x (the cell's upper face)
+    exact = float(np.sum(channel.grid.widths_x * faces / 12.0)) / 12.0
+    assert channel.volume_average(channel.halo.interior(channel.u)) == pytest.approx(exact,
+                                                                                  rel=1e-12)
+    assert abs(exact - np.mean(faces / 12.0)) > 0.05  # (0.520 against 0.416)
+    energy = channel.statistics()["kinetic_energy"]
+    assert energy > 0
+    channel.free()
+    channel.decomposition.free()

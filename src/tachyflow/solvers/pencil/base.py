@@ -333,9 +333,13 @@ class PencilSolver(Solver):
         weights = self.grid.volume_weights_y[None, :, None]
         if self.grid.uniform_x:
             return weights
+        return self._x_plane_weights()[:, None, None] * weights
+
+    def _x_plane_weights(self) -> np.ndarray:
+        """Each owned x plane's width over the mean width (a stretched x's)."""
         pencil = self.decomposition.pencils["y"]
         widths = self.grid.widths_x[pencil.start[0] : pencil.stop[0]]
-        return widths[:, None, None] * (self.grid.shape[0] / self.grid.lengths[0]) * weights
+        return widths * (self.grid.shape[0] / self.grid.lengths[0])
 
     def project(self) -> None:
         """Make the velocity set now discretely divergence-free (collective): a field
@@ -438,9 +442,22 @@ class PencilSolver(Solver):
         nx, _, nz = self.grid.shape
         return self.decomposition.sum(local) / (nx * nz)
 
+    def _x_weighted(self, reduce, *arrays, ghosted: bool = False) -> float:
+        """``reduce(*arrays)``, a y-weighted sum over this rank's piece (owned arrays, or
+        ``ghosted`` ones with one ghost layer), with each x plane weighted by its width
+        over the mean: on a stretched x one call per owned plane (local)."""
+        if self.grid.uniform_x:
+            return reduce(*arrays)
+        span = 3 if ghosted else 1
+        return float(sum(weight * reduce(*(array[i : i + span] for array in arrays))
+                         for i, weight in enumerate(self._x_plane_weights())))
+
     def volume_average(self, values: np.ndarray) -> float:
         """Volume average of a cell-centred owned array (collective)."""
-        return self._cell_mean(reductions.y_weighted_sum(values, self.grid.volume_weights_y))
+        weights = self.grid.volume_weights_y
+        return self._cell_mean(
+            self._x_weighted(lambda piece: reductions.y_weighted_sum(piece, weights), values)
+        )
 
     def bulk_velocity(self) -> float:
         """Volume-averaged streamwise velocity (collective)."""

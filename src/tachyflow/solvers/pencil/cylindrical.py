@@ -655,8 +655,11 @@ class CylindricalSolver(PencilSolver):
 
     def statistics(self) -> dict:
         """Kinetic energy, bulk velocity, wall shear, torques, divergence (collective)."""
-        squares = reductions.centred_energy_sum(
-            self.u, self.q, self.w, self.grid.volume_weights_y, self.grid.centres_y
+        grid = self.grid
+        squares = self._x_weighted(
+            lambda *fields: reductions.centred_energy_sum(*fields, grid.volume_weights_y,
+                                                          grid.centres_y),
+            self.u, self.q, self.w, ghosted=True,
         )
         shear, inner_torque, outer_torque = self._wall_stresses()
         return {

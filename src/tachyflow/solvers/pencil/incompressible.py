@@ -636,7 +636,10 @@ class IncompressibleSolver(PencilSolver):
         """Kinetic energy, dissipation, bulk velocity, wall shear, divergence (collective)."""
         u, v, w = (self.halo.interior(f) for f in (self.u, self.v, self.w))
         weights = self.grid.volume_weights_y
-        squares = reductions.centred_energy_sum(self.u, self.v, self.w, weights)
+        squares = self._x_weighted(
+            lambda *fields: reductions.centred_energy_sum(*fields, weights),
+            self.u, self.v, self.w, ghosted=True,
+        )
         energy = 0.5 * self._cell_mean(squares)
         # ε = -ν <u·∇²u> (equals ν <|∇u|²> for periodic or no-slip boundaries). Each ∇²u
         # goes into the pressure solve's work array, free between steps.
@@ -648,7 +651,9 @@ class IncompressibleSolver(PencilSolver):
                 field, self.metrics, self.x_metrics, self.dz, 1.0, laplacian,
                 at_faces=name == "v", at_x_faces=name == "u",
             )
-            work += self._cell_mean(reductions.y_weighted_dot(owned, laplacian, weights))
+            work += self._cell_mean(self._x_weighted(
+                lambda a, b: reductions.y_weighted_dot(a, b, weights), owned, laplacian
+            ))
         stats = {
             "step": self.steps,
             "time": self.time,
