@@ -113,6 +113,14 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
         performance["blade_passing_frequency"]
     )
     assert (output / "acoustics" / "signals.csv").is_file()
+    # Restarted from its last checkpoint, with no step left to take: the same performance
+    # (the records travel in the checkpoint; this ended in IndexError, issue 45).
+    result = tachyflow("run", str(case), "-n", "2", "--steps", "60", "--restart",
+                       str(output / "checkpoints" / "step_00000060.ckpt"), "-o", str(output),
+                       timeout=300)
+    assert result.returncode == 0, result.stderr
+    again = json.loads((output / "fan.json").read_text())
+    assert again == pytest.approx(performance, rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,10 @@ class BodyLoads(Observer):
             self._table.append(self._last)
 
     def finish(self, run) -> None:
-        if self._last is None or self._last["step"] != run.solver.steps:
+        # The last step's row, unless it is written already, or this process took no step
+        # (a restart from the last checkpoint: its loads were those of the row there).
+        stepped = run.solver.steps > run.first_step
+        if stepped and (self._last is None or self._last["step"] != run.solver.steps):
             self.observe(run)
         if self._table is None:
             return

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from tachyflow.io.files import replacing
-from tachyflow.observers import register
+from tachyflow.observers import ObserverState, register
 from tachyflow.observers.bodies import BodyLoads
 from tachyflow.solvers.base import IMMERSED_BODIES, ROTOR
 
@@ -95,9 +95,25 @@ class FanPerformance(BodyLoads):
         self._history.append({"time": solver.time, **values})
         return values
 
+    def checkpoint_state(self, run) -> ObserverState:
+        """The performance records so far (equal on every rank), with the loads' own
+        state: a restarted run averages over its whole record (and one restarted from its
+        last checkpoint, with no step to take, still writes fan.json)."""
+        state = super().checkpoint_state(run) or ObserverState()
+        record = [[row["time"], *(row[key] for key in PERFORMANCE)] for row in self._history]
+        state.replicated["performance"] = np.array(record, dtype=np.float64).reshape(
+            -1, 1 + len(PERFORMANCE))
+        return state
+
+    def restore_state(self, run, state: ObserverState) -> None:
+        super().restore_state(run, state)
+        record = state.replicated.get("performance", np.empty((0, 1 + len(PERFORMANCE))))
+        self._history = [dict(zip(("time", *PERFORMANCE), map(float, row), strict=True))
+                         for row in record]
+
     def finish(self, run) -> None:
         super().finish(run)
-        if not run.root:
+        if not run.root or not self._history:
             return
         rows = self._history[len(self._history) // 2 :]
         summary = {key: float(np.mean([row[key] for row in rows])) for key in PERFORMANCE}

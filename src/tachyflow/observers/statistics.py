@@ -38,12 +38,13 @@ class Statistics(Observer):
     def start(self, run) -> None:
         self._started = time.perf_counter()
         self._columns = run.solver.statistics_columns
-        if not run.root:
-            return
-        self._table = AppendedTable(
-            run.output / "stats.csv", self._columns, run.restarted, run.first_step
-        )
-        self._recorded = self._table.last_step
+        if run.root:
+            self._table = AppendedTable(
+                run.output / "stats.csv", self._columns, run.restarted, run.first_step
+            )
+        # Every rank's: whether the last step has its record decides a collective record
+        # at the finish (on rank 0 only, a restart from the last checkpoint hung there).
+        self._recorded = run.comm.bcast(self._table.last_step if run.root else None, root=0)
 
     def observe(self, run) -> None:
         statistics = run.solver.statistics()
