@@ -44,7 +44,8 @@ class Statistics(Observer):
             )
         # Every rank's: whether the last step has its record decides a collective record
         # at the finish (on rank 0 only, a restart from the last checkpoint hung there).
-        self._recorded = run.comm.bcast(self._table.last_step if run.root else None, root=0)
+        self._recorded = agreement.on_root(run.comm, lambda: self._table.last_step,
+                                           share=True)
 
     def observe(self, run) -> None:
         statistics = run.solver.statistics()
