@@ -128,6 +128,9 @@ class Simulation:
         of all for the plots).
     observers : list of Observer
         The case's observers (built by :meth:`run`).
+    monitored : dict of str to float
+        The latest values observers want on the monitor line beside the solver's (a fan's
+        pressure rise, torque and power), by name; equal on every rank.
     restored_from : Path or None
         The checkpoint the run continued from.
     dt, cfl, step_seconds : float
@@ -167,6 +170,7 @@ class Simulation:
         # The settling test reads its window of the latest records.
         self.history = RunHistory(recent=max(1000, config.time.stop_window))
         self.observers: list[observers.Observer] = []
+        self.monitored: dict[str, float] = {}
         self.restarted = restart is not None
         self._restored_states: dict[str, observers.ObserverState] = {}
         self.restored_from: Path | None = None

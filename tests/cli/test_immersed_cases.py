@@ -120,7 +120,34 @@ def test_the_axial_fan_case_writes_its_performance(tmp_path):
                        timeout=300)
     assert result.returncode == 0, result.stderr
     again = json.loads((output / "fan.json").read_text())
+    assert again.pop("units") == performance.pop("units") == "non-dimensional"
     assert again == pytest.approx(performance, rel=1e-12)
+
+
+def test_the_fau_fan_case_reports_its_performance_in_si_units(tmp_path):
+    """``fan-fau`` on a small grid: the designed rotor runs on 2 ranks and ``fan.json``
+    has the flow rate, pressure rises, torque, power and efficiencies in SI units."""
+    import json
+    import math
+
+    output = tmp_path / "fau"
+    result = tachyflow("run", "fan-fau", "-n", "2", "--steps", "10", "--set",
+                       "grid.cells=[32, 16, 12]", "--set", "grid.x_zone_cells=16",
+                       "-o", str(output), timeout=300)
+    assert result.returncode == 0, result.stderr
+    fan = json.loads((output / "fan.json").read_text())
+    assert fan["flow_rate"] == pytest.approx(9.444 * math.pi * (0.25**2 - 0.12375**2))
+    assert fan["blade_passing_frequency"] == pytest.approx(222.9, abs=0.05)
+    assert fan["units"] == "SI"
+    assert fan["density"] == 1.2
+    assert fan["power"] == pytest.approx(fan["torque"] * 155.6136, rel=1e-12)
+    assert fan["efficiency_ts"] == pytest.approx(
+        fan["flow_rate"] * fan["total_to_static"] / fan["power"], rel=1e-9)
+    assert fan["torque"] > 0  # the motor drives the rotor
+    assert "total_to_static" in rows(output / "forces.csv")[0]
+    # The monitor line shows the fan's own quantities beside the solver's.
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("step 10/10")]
+    assert " dp_ts=" in line and " power=" in line
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,14 @@ def test_a_killed_sweep_goes_on_with_the_points_left(tmp_path):
     assert [row["flow.viscosity"] for row in expected] == ["0.01", "0.02", "0.04"]
     assert (whole / "sweep.png").is_file()
     assert all((whole / point / "config.toml").is_file() for point in POINTS)
+    # Plotted against a result instead of the varied key (every point done: nothing runs).
+    (whole / "sweep.png").unlink()
+    against = tachyflow(*SWEEP, "--against", "time", "-o", str(whole), timeout=120)
+    assert against.returncode == 0, against.stderr
+    assert (whole / "sweep.png").is_file()
+    unknown = tachyflow(*SWEEP, "--against", "no_such_result", "-o", str(whole), timeout=120)
+    assert unknown.returncode == 2
+    assert "--against no_such_result: no such result at point(s) [1, 2, 3]" in unknown.stderr
 
     cut = tmp_path / "cut"
     process = subprocess.Popen([sys.executable, "-m", "tachyflow", *SWEEP, "-o", str(cut)],

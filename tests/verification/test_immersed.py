@@ -221,6 +221,32 @@ def test_a_fan_rotor_gives_the_same_flow_and_loads_on_any_rank_count(section):
         assert abs(serial_loads[0, 3]) > 1e-3  # the blades feel the flow
 
 
+@pytest.mark.parallel([1, 2, 3])
+@pytest.mark.parametrize("zone", ["", "x_zone = [0.5, 1.3]\nx_zone_cells = 8"])
+def test_the_fans_sections_give_static_and_inertial_total_pressure(zone):
+    """The flow entering a fan's frame (no swirl in the inertial frame: ``-Ω r`` in the
+    turning one, the solver's reduced pressure ``p0 - Ω² r² / 2``) has the static pressure
+    p0 on every cross-section and the total pressure ``p0 + U² / 2``, exactly (the blades
+    left out: they would turn it)."""
+    text = FAN.format(parallel=f"[parallel]\nproc_grid = [{MPI.COMM_WORLD.size}, 1]")
+    text = text.replace('[[immersed.body]]\nname = "rotor"\nshape = "fan-rotor"', "")
+    text = text.replace('x_boundaries = "inflow-outflow"',
+                        f'x_boundaries = "inflow-outflow"\ninflow_velocity = 1.3\n{zone}')
+    fan = CylindricalSolver.from_case(config.parse(text, "fan.toml"), MPI.COMM_WORLD,
+                                      "estimate")
+    speed, omega, ambient = 1.3, fan.rotation, 0.25
+    fan.set_velocity(speed, 0.0, lambda x, r, theta: -omega * r + 0 * x)
+    radii = fan.grid.centres_y[None, :, None]
+    fan.halo.interior(fan.p)[...] = ambient - 0.5 * (omega * radii) ** 2
+    sections = fan.section_flow([0.3, 0.9, 1.7])
+    assert np.allclose(sections["pressure"], ambient, rtol=0, atol=1e-13)
+    assert np.allclose(sections["axial_velocity"], speed, rtol=0, atol=1e-13)
+    assert np.allclose(sections["total_pressure"], ambient + 0.5 * speed**2, rtol=0,
+                       atol=1e-13)
+    fan.free()
+    fan.decomposition.free()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # sphere-fine: about 9 minutes on one core
 @pytest.mark.parametrize("name, tolerance", [("sphere", 0.07), ("sphere-fine", 0.03)])

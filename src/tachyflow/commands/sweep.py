@@ -129,6 +129,11 @@ class Sweep(Command):
             help="a result of sweep.csv plotted against the first varied key (repeatable; "
             "default: those of the run's summary files, at most four)",
         )
+        parser.add_argument(
+            "--against", default=None, metavar="RESULT",
+            help="plot against this column of sweep.csv instead of the first varied key "
+            "(a fan's flow_rate when its inflow velocity is varied)",
+        )
         parser.add_argument("--reference", default=None, metavar="CSV",
                             help="points to draw beside (columns named as sweep.csv's)")
 
@@ -158,7 +163,13 @@ class Sweep(Command):
             write_table(folder / "sweep.csv", rows)
         shown = args.plot or _summary_columns(rows, folder / point_name(points[0]))
         first = next(iter(variations))
-        if shown and all(isinstance(value, int | float) for value in variations[first]):
+        if args.against is not None:
+            missing = [number for number, row in enumerate(rows, 1) if args.against not in row]
+            if missing:
+                raise ConfigError(f"--against {args.against}: no such result at point(s) "
+                                  f"{missing}; sweep.csv's are {sorted(rows[0])}")
+            plot(folder / "sweep.png", rows, args.against, shown, reference)
+        elif shown and all(isinstance(value, int | float) for value in variations[first]):
             plot(folder / "sweep.png", rows, first, shown, reference)
         print(f"{len(points)} points: {folder / 'sweep.csv'}", flush=True)
         return 0

@@ -58,7 +58,8 @@ class Statistics(Observer):
         self._recorded = statistics["step"]
         # Rank 0 writes; a failure (a full disk) ends every rank here, together.
         agreement.on_root(run.comm, lambda: self._table.append(statistics))
-        values = " ".join(f"{name}={statistics[name]:.6g}" for name in shown)
+        values = " ".join([*(f"{name}={statistics[name]:.6g}" for name in shown),
+                           *(f"{name}={value:.6g}" for name, value in run.monitored.items())])
         run.log(f"step {statistics['step']} t={statistics['time']:.6g} {values}")
         if self.monitor and run.root:
             print(self._monitor_line(run, statistics, values), flush=True)

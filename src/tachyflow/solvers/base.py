@@ -45,7 +45,8 @@ PENCIL_FIELDS = "pencil-fields"
 CARTESIAN_GRID = "cartesian-grid"
 #: Immersed bodies and their loads (:meth:`Solver.body_loads`, :meth:`Solver.bodies`).
 IMMERSED_BODIES = "immersed-bodies"
-#: A rotor among the bodies (:meth:`Solver.rotor`, :meth:`Solver.section_pressures`).
+#: A rotor among the bodies (:meth:`Solver.rotor`, :meth:`Solver.section_pressures`,
+#: :meth:`Solver.section_flow`).
 ROTOR = "rotor"
 #: Fields of a 2D curvilinear block per rank (:meth:`Solver.node_field`, node coordinates).
 BLOCK_FIELDS = "block-fields"
@@ -78,6 +79,10 @@ class Rotor:
         x of the planes up- and downstream between which the pressure rise is taken.
     inflow_velocity : float
         The bulk velocity through the annulus.
+    density : float
+        The fluid's density (the solver's pressure is per unit density).
+    units : str
+        ``"SI"`` when the case is dimensional (m, s, kg/m³), else ``"non-dimensional"``.
     """
 
     body: int
@@ -88,6 +93,8 @@ class Rotor:
     hub_radius: float
     pressure_planes: tuple[float, float]
     inflow_velocity: float
+    density: float = 1.0
+    units: str = "non-dimensional"
 
 
 @dataclass(frozen=True)
@@ -248,6 +255,13 @@ class Solver:
     def section_pressures(self, positions) -> np.ndarray:
         """The area-averaged pressure on the cross-sections at x = ``positions``
         (capability ``rotor``; collective)."""
+        raise NotImplementedError
+
+    def section_flow(self, positions) -> dict[str, np.ndarray]:
+        """Area-averaged static pressure (``pressure``), mass-averaged total pressure in
+        the inertial frame (``total_pressure``) and area-averaged axial velocity
+        (``axial_velocity``) on the cross-sections at x = ``positions`` (capability
+        ``rotor``; collective)."""
         raise NotImplementedError
 
     def node_coordinates(self) -> tuple[np.ndarray, np.ndarray]:

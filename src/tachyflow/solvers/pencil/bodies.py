@@ -285,9 +285,32 @@ def rotor_of(config):
                 body=index, blades=fan.blades, sectors=cylinder.sectors,
                 rotation=cylinder.rotation, radius=cylinder.radius,
                 hub_radius=cylinder.inner_radius, pressure_planes=fan.pressure_planes,
-                inflow_velocity=config.grid.inflow_velocity,
+                inflow_velocity=config.grid.inflow_velocity, density=fan.density,
+                units=fan.units,
             )
     return None
+
+
+def _check_rotor(config, require) -> None:
+    """The checks every rotor shape shares: a hub, whole blades per sector, a tip gap
+    inside the annulus, an open x and the pressure planes about the rotor."""
+    fan, cylinder = config.fan, config.cylinder
+    require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",
+            cylinder.inner_radius)
+    require(fan.blades >= 1 and fan.blades % cylinder.sectors == 0, "fan.blades",
+            f"a positive multiple of cylinder.sectors = {cylinder.sectors}", fan.blades)
+    require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
+            "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)
+    require(config.grid.x_boundaries == "inflow-outflow", "grid.x_boundaries",
+            '"inflow-outflow" with a fan', config.grid.x_boundaries)
+    for key in ("position", "pressure_planes"):
+        values = getattr(fan, key)
+        values = values if isinstance(values, tuple) else (values,)
+        require(all(0 < value < cylinder.length for value in values), f"fan.{key}",
+                f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))
+    require(fan.pressure_planes[0] < fan.position < fan.pressure_planes[1],
+            "fan.pressure_planes", "one plane up- and one downstream of fan.position = "
+            f"{fan.position}", fan.pressure_planes)
 
 
 @register
@@ -303,25 +326,10 @@ class FanRotorShape(BodyShape):
     def check(cls, section, config, require) -> None:
         from tachyflow.numerics.blades import SECTIONS
 
-        fan, cylinder = config.fan, config.cylinder
+        fan = config.fan
         require(fan.section in SECTIONS, "fan.section", f"one of {sorted(SECTIONS)}",
                 fan.section)
-        require(cylinder.inner_radius > 0, "cylinder.inner_radius", "> 0 (the fan's hub)",
-                cylinder.inner_radius)
-        require(fan.blades >= 1 and fan.blades % cylinder.sectors == 0, "fan.blades",
-                f"a positive multiple of cylinder.sectors = {cylinder.sectors}", fan.blades)
-        require(0 <= fan.tip_clearance < cylinder.radius - cylinder.inner_radius,
-                "fan.tip_clearance", "in [0, radius - inner_radius)", fan.tip_clearance)
-        require(config.grid.x_boundaries == "inflow-outflow", "grid.x_boundaries",
-                '"inflow-outflow" with a fan', config.grid.x_boundaries)
-        for key in ("position", "pressure_planes"):
-            values = getattr(fan, key)
-            values = values if isinstance(values, tuple) else (values,)
-            require(all(0 < value < cylinder.length for value in values), f"fan.{key}",
-                    f"inside (0, cylinder.length = {cylinder.length})", getattr(fan, key))
-        require(fan.pressure_planes[0] < fan.position < fan.pressure_planes[1],
-                "fan.pressure_planes", "one plane up- and one downstream of fan.position = "
-                f"{fan.position}", fan.pressure_planes)
+        _check_rotor(config, require)
 
     @classmethod
     def build(cls, section, config, folder):
@@ -359,3 +367,84 @@ class FanRotorShape(BodyShape):
         # The stacked blades are closed by their own builder; the edge test flags 15 edges
         # of the naca65 rotor, not yet examined (issue 45's note): not applied to them.
         return immersed.TriangulatedBody(surface, crossings=False)
+
+
+@register
+class DesignedRotorShape(BodyShape):
+    """``shape = "designed-rotor"``: blades designed from the duty point of
+    ``[fan_design]`` by the blade-element method
+    (:class:`~tachyflow.numerics.fan_design.FanSpecification`, as ``tachyflow fan design``),
+    for the case's speed (``[cylinder] rotation``), hub (``inner_radius``), tip radius
+    (``radius - [fan] tip_clearance``), blade count, density (``[fan]``) and viscosity; a
+    dimensional case (``[fan] units = "SI"``). Each blade's quarter chords lie at x =
+    ``[fan] position``, the blade centred in θ in its pitch, its root section carried on
+    into the hub (to 0.9 of its radius) so that no gap opens there; the blades turn with
+    the frame's sense of rotation."""
+
+    name = "designed-rotor"
+    rotor = True
+
+    @classmethod
+    def check(cls, section, config, require) -> None:
+        fan, cylinder = config.fan, config.cylinder
+        require(fan.units == "SI", "fan.units",
+                '"SI" with a designed rotor (its duty point is in m³/s and Pa)', fan.units)
+        require(cylinder.rotation != 0, "cylinder.rotation",
+                "non-zero with a designed rotor (its speed)", cylinder.rotation)
+        _check_rotor(config, require)
+
+    @classmethod
+    def specification(cls, config):
+        """The :class:`~tachyflow.numerics.fan_design.FanSpecification` of the case."""
+        from tachyflow.numerics.fan_design import FanSpecification
+
+        fan, cylinder, duty = config.fan, config.cylinder, config.fan_design
+        return FanSpecification(
+            flow_rate=duty.flow_rate, pressure_rise=duty.pressure_rise,
+            speed=abs(cylinder.rotation) * 30 / math.pi,
+            tip_diameter=2 * (cylinder.radius - fan.tip_clearance),
+            hub_diameter=2 * cylinder.inner_radius, blades=fan.blades, section=duty.section,
+            angles_of_attack=tuple(duty.angles_of_attack), density=fan.density,
+            volumetric_efficiency=duty.volumetric_efficiency,
+            hydraulic_efficiency=duty.hydraulic_efficiency, glide_ratio=duty.glide_ratio,
+            kinematic_viscosity=config.flow.viscosity,
+        )
+
+    @classmethod
+    def build(cls, section, config, folder):
+        import numpy as np
+        import trimesh
+
+        from tachyflow.numerics.fan_design import BladeSections
+
+        fan, cylinder = config.fan, config.cylinder
+        try:
+            design = cls.specification(config).design()
+            table = design.table()
+            # The root section again inside the hub: the hub's wall cuts the blade there.
+            columns = {name: np.concatenate([values[:1], values])
+                       for name, values in table.items()}
+            columns["r"][0] = 0.9 * cylinder.inner_radius
+            blade = BladeSections.from_columns(columns, design.camber_position,
+                                               config.fan_design.points).blade()
+        except ValueError as error:
+            raise ConfigError(f"[fan_design]: {error}") from None
+        if cylinder.rotation > 0:  # designed turning towards -θ: mirrored in z
+            blade.apply_transform(np.diag([1.0, 1.0, -1.0, 1.0]))
+        theta = np.arctan2(blade.vertices[:, 2], blade.vertices[:, 1])
+        pitch = 2 * math.pi / fan.blades
+        span = float(theta.max() - theta.min())
+        if span >= pitch:
+            raise ConfigError(
+                f"[fan_design]: a blade spans {math.degrees(span):.1f}° about the axis, more "
+                f"than its pitch {math.degrees(pitch):.1f}° ({fan.blades} blades): the "
+                "computed sector cannot hold it whole")
+        middle = 0.5 * float(theta.max() + theta.min())
+        blade.apply_translation((fan.position, 0.0, 0.0))
+        blades = []
+        for index in range(fan.blades // cylinder.sectors):
+            copy = blade.copy()
+            copy.apply_transform(trimesh.transformations.rotation_matrix(
+                (index + 0.5) * pitch - middle, (1.0, 0.0, 0.0)))
+            blades.append(copy)
+        return immersed.TriangulatedBody(trimesh.util.concatenate(blades))

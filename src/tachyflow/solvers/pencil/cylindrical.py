@@ -528,6 +528,36 @@ class CylindricalSolver(PencilSolver):
                 sums[index] = np.sum(pressure[cell - pencil.start[0]] * weights)
         return self.decomposition.sum_arrays(sums) / self.grid.shape[2]
 
+    def section_flow(self, positions) -> dict[str, np.ndarray]:
+        """On the cross-sections of cells nearest each x in ``positions`` (collective):
+        ``pressure``, the area-averaged static pressure (the solver's reduced pressure of a
+        turning frame with the centrifugal part ``Ω² r² / 2`` added back);
+        ``total_pressure``, the mass-averaged total pressure in the inertial frame
+        (``p + |c|² / 2``, ``c`` the velocity with the frame's ``Ω r`` added to its swirl);
+        ``axial_velocity``, the area-averaged u. Kinematic (per unit density)."""
+        pencil = self.decomposition.pencils["y"]
+        weights = self.grid.volume_weights_y[:, None]
+        radii = self.grid.centres_y[:, None]
+        sums = np.zeros((len(positions), 3))
+        for index, position in enumerate(positions):
+            cell = min(int(np.searchsorted(self.grid.faces_x, position, side="right")) - 1,
+                       self.grid.shape[0] - 1)
+            if not (self.halo.interior(self.p).size
+                    and pencil.start[0] <= cell < pencil.stop[0]):
+                continue
+            local = cell - pencil.start[0]
+            plane = (slice(local, local + 1), slice(0, pencil.shape[1]),
+                     slice(0, pencil.shape[2]))
+            u, v, w, p = (self.cell_field(name, cells=plane)[0] for name in "uvwp")
+            static = p + 0.5 * (self.rotation * radii) ** 2
+            swirl = w + self.rotation * radii
+            total = static + 0.5 * (u * u + v * v + swirl * swirl)
+            sums[index] = [np.sum(static * weights), np.sum(u * weights),
+                           np.sum(u * total * weights)]
+        static, flux, total = (self.decomposition.sum_arrays(sums.ravel()).reshape(sums.shape)
+                               / self.grid.shape[2]).T
+        return {"pressure": static, "axial_velocity": flux, "total_pressure": total / flux}
+
     def _convective_rate(self) -> float:
         """max of |u|/Δx + |u_r|/Δr + |u_θ|/(r Δθ) over the cells (collective)."""
         rate = stencils.convective_rate(

@@ -169,7 +169,8 @@ class BodySection:
     registered body shape (``sphere``, ``cylinder``: infinitely long along ``axis``,
     ``slab``: ``thickness`` across the plane normal to ``axis``, ``surface``: a closed
     triangulated ``file``, scaled then moved by ``offset``, ``fan-rotor``: the blades of
-    ``[fan]``). ``motion`` is a registered motion: ``rigid``, the body turning at
+    ``[fan]``, ``designed-rotor``: blades designed from ``[fan_design]``'s duty
+    point). ``motion`` is a registered motion: ``rigid``, the body turning at
     ``angular_velocity`` about ``rotation_axis`` through ``rotation_centre`` (in the
     solver's frame: a fan's blades in its rotating frame are at rest), or ``oscillation``
     (Cartesian solver): translation ``oscillation sin(2π f t)`` (an amplitude vector) and
@@ -231,6 +232,37 @@ class FanSection:
     sweep: float = 0.0
     stations: int = 12
     points: int = 40
+    # "SI": the case's lengths are m, its times s, its velocities m/s and ``density`` the
+    # fluid's in kg/m³, so that the fan's outputs are in Pa, N, N·m, W and m³/s (the
+    # solver's equations have no units: a consistent set of them is computed as given).
+    units: Literal["non-dimensional", "SI"] = "non-dimensional"
+    density: Positive = 1.0
+    # The time from which fan.json averages (past the start-up); 0: the second half.
+    average_from: Annotated[float, at_least(0)] = 0.0
+
+
+@dataclass(frozen=True)
+class FanDesignSection:
+    """``[fan_design]``: the duty point a ``shape = "designed-rotor"`` body is designed for
+    by the blade-element method (:class:`tachyflow.numerics.fan_design.FanSpecification`,
+    ``tachyflow fan design``): ``flow_rate`` (m³/s) and the total-to-static
+    ``pressure_rise`` (Pa) of a dimensional case, every section a NACA 4-digit ``section``
+    at its angle of attack (degrees, hub to tip: one per section). The rotor's speed,
+    diameters, blade count and density are the case's (``[cylinder] rotation``,
+    ``inner_radius``, ``radius - [fan] tip_clearance``, ``[fan] blades``, ``density``).
+    The defaults are the FAU benchmark fan FAN-01 (Zenger et al., "A benchmark case for
+    aerodynamics and aeroacoustics of a low pressure axial fan")."""
+
+    flow_rate: Positive = 1.4
+    pressure_rise: Positive = 150.0
+    section: str = "4510"
+    angles_of_attack: tuple[float, ...] = (8.0, 7.4, 6.8, 6.3, 5.9, 5.5, 5.1, 4.7, 4.3, 4.0)
+    volumetric_efficiency: Annotated[float, Check(
+        lambda value: 0 < value <= 1, "in (0, 1]")] = 0.95
+    hydraulic_efficiency: Annotated[float, Check(
+        lambda value: 0 < value <= 1, "in (0, 1]")] = 0.9
+    glide_ratio: Annotated[float, Check(lambda value: 0 <= value < 1, "in [0, 1)")] = 0.0
+    points: Annotated[int, at_least(8)] = 40
 
 
 # The widest cell spacing over the narrowest that a grid may have: beyond it the
@@ -391,6 +423,6 @@ CARTESIAN = SolverOptions(
 )
 CYLINDRICAL = SolverOptions(
     {"grid": PencilGridSection, "flow": CylindricalFlowSection, "cylinder": CylinderSection,
-     "fan": FanSection, "les": LesSection, **_SHARED},
+     "fan": FanSection, "fan_design": FanDesignSection, "les": LesSection, **_SHARED},
     check_cylindrical, _provides,
 )
