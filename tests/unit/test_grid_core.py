@@ -94,3 +94,18 @@ def test_immersed_loads_weigh_each_point_by_its_own_control_volume_on_a_stretche
         points = solver.immersed_points(name)
         volume = np.broadcast_to(points.volume, points.points.shape[:-1])[1:-1, 1:-1, 1:-1]
         np.testing.assert_allclose(volume[0, :, 0], grid.spacing_x * extents * 1.0)
+
+
+def test_only_a_grid_of_alike_cells_is_described_as_an_image_for_paraview():
+    """fields.bp's VTX description is an ImageData (one spacing per axis): a y core, a
+    stretched y or an x zone would be drawn uniform, so only the Fides (rectilinear)
+    description is written for them."""
+    from tachyflow.io.fields import image_grid
+
+    shape, lengths = (16, 12, 4), (4.0, 2.0, 1.0)
+    assert image_grid(StaggeredGrid(shape, lengths))
+    assert image_grid(StaggeredGrid(shape, lengths, periodic_y=False))
+    assert not image_grid(StaggeredGrid(shape, lengths, periodic_y=False, stretching=1.2))
+    assert not image_grid(StaggeredGrid(shape, lengths, periodic_y=False, core=(1.0, 8)))
+    assert not image_grid(StaggeredGrid(shape, lengths, periodic_x=False,
+                                        x_zone=(1.0, 2.0, 8)))

@@ -7,8 +7,9 @@ solver's x as VTK's x. Two descriptions are attached:
 
 - Fides (``Fides_Data_Model = rectilinear``, with the face coordinates ``x``, ``y``, ``z``):
   exact geometry, stretched y included (ParaView's Fides reader);
-- VTX (``vtk.xml``, an ``ImageData``): ParaView's ADIOS2 VTX reader; written only for a
-  uniform y, since image data cannot represent a stretched one.
+- VTX (``vtk.xml``, an ``ImageData``): ParaView's ADIOS2 VTX reader; written only where
+  every cell is alike (:func:`image_grid`), since image data cannot represent a stretched
+  x or y.
 
 The ``adios2`` wheel is built without MPI, so rank 0 writes, but no rank ever holds a whole
 field: the pieces reach rank 0 one slab of one rank at a time
@@ -34,10 +35,15 @@ from tachyflow.parallel.pieces import gather_small, slabs_in_turn
 NAMES = ("u", "v", "w", "p")
 
 
+def image_grid(grid: StaggeredGrid) -> bool:
+    """Whether ``grid``'s cells are all alike (x and y uniform: no stretching, no y core,
+    no x zone), so that an ``ImageData`` describes it."""
+    return grid.uniform_x and grid.stretching == 0 and grid.core is None
+
+
 def _vtx_description(grid: StaggeredGrid) -> str:
     nx, ny, nz = grid.shape
     extent = f"0 {nx} 0 {ny} 0 {nz}"
-    # The mean spacings (the image's own frame; the face coordinates are written too).
     spacing = f"{grid.lengths[0] / nx} {grid.lengths[1] / ny} {grid.spacing_z}"
     arrays = "".join(f'<DataArray Name="{name}"/>' for name in NAMES)
     return (
@@ -145,7 +151,7 @@ class FieldWriter:
         stream.write_attribute("Fides_Variable_List", list(NAMES))
         stream.write_attribute("Fides_Variable_Associations", ["cells"] * len(NAMES))
         stream.write_attribute("Fides_Time_Variable", "TIME")
-        if grid.stretching == 0:
+        if image_grid(grid):
             stream.write_attribute("vtk.xml", _vtx_description(grid))
 
     def close(self) -> None:
