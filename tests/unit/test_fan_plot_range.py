@@ -27,3 +27,21 @@ def test_the_window_starts_at_average_from_or_else_at_the_second_half():
     assert averaging_start(times, 0.03) == 3
     assert averaging_start(times, 1.0) == 5  # nothing after it: the second half
     assert averaging_start([], 0.5) == 0
+
+
+def test_a_checkpoint_of_an_earlier_fan_record_restarts_with_a_warning():
+    """A record of other columns (the version before the total pressures had 7 of them)
+    is dropped with a warning instead of ending the restart in a ValueError."""
+    from types import SimpleNamespace
+
+    from tachyflow.observers import ObserverState
+    from tachyflow.observers.fan import PERFORMANCE, FanPerformance
+
+    fan = FanPerformance.__new__(FanPerformance)
+    state = ObserverState(replicated={"performance": np.zeros((3, 8))})
+    with pytest.warns(UserWarning, match="has 8 columns, not 12"):
+        fan.restore_state(SimpleNamespace(root=True), state)
+    assert fan._history == []
+    current = ObserverState(replicated={"performance": np.ones((2, 1 + len(PERFORMANCE)))})
+    fan.restore_state(SimpleNamespace(root=True), current)
+    assert len(fan._history) == 2 and fan._history[0]["total_to_static"] == 1.0

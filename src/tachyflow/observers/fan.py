@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 
@@ -139,6 +140,13 @@ class FanPerformance(BodyLoads):
     def restore_state(self, run, state: ObserverState) -> None:
         super().restore_state(run, state)
         record = state.replicated.get("performance", np.empty((0, 1 + len(PERFORMANCE))))
+        if record.shape[1] != 1 + len(PERFORMANCE):
+            # A checkpoint of an earlier version (other quantities): its record is dropped.
+            if run.root:
+                warnings.warn(f"fan: the checkpoint's performance record has {record.shape[1]}"
+                              f" columns, not {1 + len(PERFORMANCE)} (an earlier version's): "
+                              "fan.json averages only the steps from here on", stacklevel=2)
+            record = record[:0, :0]
         self._history = [dict(zip(("time", *PERFORMANCE), map(float, row), strict=True))
                          for row in record]
 
